@@ -1,0 +1,98 @@
+package analysis
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// writeFixture records f as a run directory through trace's writer, one
+// WriteInterval per interval end, and returns the directory.
+func writeFixture(t *testing.T, f fixture) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := trace.Create(dir, f.m)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	for i := range 5 {
+		end := at(float64(i + 1))
+		var iv trace.Interval
+		iv.Ifaces = rowsAt(f.ifaces, end, func(x trace.IfaceRow) int64 { return x.Time.UnixNano() })
+		iv.CPUs = rowsAt(f.cpus, end, func(x trace.CPURow) int64 { return x.Time.UnixNano() })
+		iv.Flows = rowsAt(f.flows, end, func(x trace.FlowRow) int64 { return x.Time.UnixNano() })
+		iv.Traffic = rowsAt(f.traffic, end, func(x trace.TrafficRow) int64 { return x.Time.UnixNano() })
+		if err := w.WriteInterval(iv); err != nil {
+			t.Fatalf("WriteInterval: %v", err)
+		}
+	}
+	if err := w.Close(f.m.End, trace.StatusOK); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return dir
+}
+
+func rowsAt[T any](rows []T, end time.Time, key func(T) int64) []T {
+	var out []T
+	for _, x := range rows {
+		if key(x) == end.UnixNano() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func TestFromRunRoundTrip(t *testing.T) {
+	f := newFixture(true)
+	dir := writeFixture(t, f)
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	got, err := FromRun(run)
+	if err != nil {
+		t.Fatalf("FromRun: %v", err)
+	}
+	want := f.build(t)
+	if got.Dir != dir {
+		t.Errorf("Dir = %q, want %q", got.Dir, dir)
+	}
+	for name, pair := range map[string][2]any{
+		"App":               {got.App, want.App},
+		"Iface":             {got.Iface, want.Iface},
+		"BpfIface":          {got.BpfIface, want.BpfIface},
+		"CPUs":              {got.CPUs, want.CPUs},
+		"RTT":               {got.RTT, want.RTT},
+		"SenderRetransmits": {got.SenderRetransmits, want.SenderRetransmits},
+		"FlowRetransmits":   {got.FlowRetransmits, want.FlowRetransmits},
+		"IfaceName":         {got.IfaceName, want.IfaceName},
+		"Notes":             {got.Notes, want.Notes},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s from the run directory = %+v, in memory %+v", name, pair[0], pair[1])
+		}
+	}
+	checkF(t, "App.SteadyBps", got.App.SteadyBps, 8.8e9)
+}
+
+func TestFromRunMissingTable(t *testing.T) {
+	dir := writeFixture(t, newFixture(false))
+	if err := os.Remove(filepath.Join(dir, trace.CPUsFile)); err != nil {
+		t.Fatal(err)
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	r, err := FromRun(run)
+	if err != nil {
+		t.Fatalf("FromRun: %v", err)
+	}
+	if r.CPUs != nil || r.App == nil || !hasNote(r, "cpus.parquet missing") {
+		t.Errorf("missing cpus.parquet: CPUs %v, App %v, notes %q", r.CPUs, r.App, r.Notes)
+	}
+}

@@ -1,0 +1,192 @@
+// Package analysis turns a netprof trace into figures: throughput windows
+// (peak, steady state, whole run), NET_RX softirq shares per CPU, RTT and
+// retransmit summaries, and a text report.
+//
+// The core works on row slices ([Build], [ComputeWindows]) and does no I/O;
+// [FromRun] is the thin layer that reads a run directory's tables.
+//
+// All rates are bit/s (float64); reports print them in decimal Gbit/s
+// (10^9 bit/s), never binary units.
+package analysis
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// ActiveThreshold is the fraction of the peak rate an interval must reach to
+// belong to the active window (first to last interval at or above it).
+const ActiveThreshold = 0.10
+
+// Point is one interval's counter delta.
+type Point struct {
+	// End is the end of the interval (the trace's `time` column).
+	End time.Time
+	// IntervalNs is the measured interval length in nanoseconds (the
+	// trace's `interval_ns`); points with IntervalNs <= 0 are skipped.
+	IntervalNs int64
+	// Bytes is the counter delta over the interval, in bytes.
+	Bytes uint64
+}
+
+// Start returns the start of the interval (End − IntervalNs).
+func (p Point) Start() time.Time { return p.End.Add(-time.Duration(p.IntervalNs)) }
+
+// RateBps returns the interval's rate in bit/s: Bytes*8 divided by the
+// interval's own length. It returns 0 when IntervalNs <= 0.
+func (p Point) RateBps() float64 {
+	if p.IntervalNs <= 0 {
+		return 0
+	}
+	return float64(p.Bytes) * 8 / (float64(p.IntervalNs) / 1e9)
+}
+
+// Windows holds the three throughput figures of one counter over a run
+// (see DESIGN.md "Throughput windows"). Rates are in bit/s.
+type Windows struct {
+	// PeakBps is the largest single-interval rate, bit/s; PeakAt is the end
+	// of that interval (the earliest one on ties), zero when no interval has
+	// a positive rate.
+	PeakBps float64
+	PeakAt  time.Time
+
+	// ActiveStart is the start of the first and ActiveEnd the end of the
+	// last interval whose rate is >= ActiveThreshold × PeakBps. Both are
+	// zero when there is no active window (no intervals, or peak 0).
+	ActiveStart, ActiveEnd time.Time
+	// ActiveIntervals is the number of intervals from the first to the last
+	// active interval inclusive (intervals below the threshold between them
+	// are part of the window).
+	ActiveIntervals int
+
+	// SteadyBps is the median interval rate, bit/s, inside the active window
+	// after dropping its first and last interval. When the active window has
+	// fewer than 3 intervals it is the median of all active-window intervals
+	// and SteadyApprox is true. The median of an even count is the mean of
+	// the two middle rates.
+	SteadyBps    float64
+	SteadyApprox bool
+
+	// WholeRunBps is TotalBytes*8 / (runEnd − runStart) in bit/s, with the
+	// run start and end given to ComputeWindows (not the intervals' span).
+	// It is 0 when the run has no positive length.
+	WholeRunBps float64
+
+	// TotalBytes is the sum of Bytes over the counted intervals; Intervals
+	// is their number. Points with IntervalNs <= 0 are not counted.
+	TotalBytes uint64
+	Intervals  int
+}
+
+// HasActive reports whether w has an active window (at least one interval
+// with a positive rate).
+func (w Windows) HasActive() bool { return w.ActiveIntervals > 0 }
+
+// ActiveLength returns ActiveEnd − ActiveStart (0 without an active window).
+func (w Windows) ActiveLength() time.Duration { return w.ActiveEnd.Sub(w.ActiveStart) }
+
+// ComputeWindows computes the throughput windows of points over a run from
+// runStart to runEnd. Points are ordered by End (the input is not modified);
+// points with IntervalNs <= 0 are skipped entirely (their bytes are not in
+// TotalBytes). Each interval's rate divides by its own IntervalNs, so
+// irregular intervals are handled. Empty input gives a zero Windows.
+//
+// If runStart or runEnd is zero, the start of the first or the end of the
+// last counted interval is used instead.
+func ComputeWindows(points []Point, runStart, runEnd time.Time) Windows {
+	pts := validPoints(points)
+	if len(pts) == 0 {
+		return Windows{}
+	}
+	var w Windows
+	w.Intervals = len(pts)
+	rates := make([]float64, len(pts))
+	for i, p := range pts {
+		rates[i] = p.RateBps()
+		w.TotalBytes += p.Bytes
+		if rates[i] > w.PeakBps {
+			w.PeakBps, w.PeakAt = rates[i], p.End
+		}
+	}
+	w.WholeRunBps = wholeRun(w.TotalBytes, pts, runStart, runEnd)
+	first, last, ok := activeRange(rates, w.PeakBps)
+	if !ok {
+		return w
+	}
+	w.ActiveStart, w.ActiveEnd = pts[first].Start(), pts[last].End
+	w.ActiveIntervals = last - first + 1
+	w.SteadyBps, w.SteadyApprox = steady(rates[first : last+1])
+	return w
+}
+
+// validPoints returns the points with IntervalNs > 0, sorted by End.
+func validPoints(points []Point) []Point {
+	pts := make([]Point, 0, len(points))
+	for _, p := range points {
+		if p.IntervalNs > 0 {
+			pts = append(pts, p)
+		}
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].End.Before(pts[j].End) })
+	return pts
+}
+
+// activeRange returns the indexes of the first and last rate >=
+// ActiveThreshold × peak; ok is false when peak is not positive.
+func activeRange(rates []float64, peak float64) (first, last int, ok bool) {
+	if peak <= 0 {
+		return 0, 0, false
+	}
+	thr := ActiveThreshold * peak
+	first, last = -1, -1
+	for i, r := range rates {
+		if r >= thr {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	return first, last, first >= 0
+}
+
+// steady returns the median of active after dropping its first and last
+// rate, or of all of active (approx=true) when it has fewer than 3 rates.
+func steady(active []float64) (bps float64, approx bool) {
+	if len(active) < 3 {
+		return median(active), true
+	}
+	return median(active[1 : len(active)-1]), false
+}
+
+// median returns the median of xs (mean of the two middle values for an
+// even count; 0 for none). xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// wholeRun returns total*8 / (end − start) in bit/s, substituting the
+// intervals' span for a zero start or end; 0 if the length is not positive.
+func wholeRun(total uint64, pts []Point, start, end time.Time) float64 {
+	if start.IsZero() {
+		start = pts[0].Start()
+	}
+	if end.IsZero() {
+		end = pts[len(pts)-1].End
+	}
+	d := end.Sub(start)
+	if d <= 0 {
+		return 0
+	}
+	return float64(total) * 8 / d.Seconds()
+}

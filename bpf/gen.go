@@ -1,0 +1,13 @@
+// Package bpf holds netprof's BPF programs (C, CO-RE against vmlinux.h) and
+// their bpf2go-generated Go bindings, committed so that `go build` needs no
+// clang. `make generate` regenerates them (clang-19 from Debian).
+//
+// Each probe family is one object: Netdev (net:netif_receive_skb,
+// net:net_dev_start_xmit, napi:napi_poll), Softirq (irq:softirq_entry/exit)
+// and Tcp (tcp:tcp_probe, tcp:tcp_retransmit_skb). All programs are tp_btf
+// (BTF-enabled tracepoints, Linux >= 5.5 with CONFIG_DEBUG_INFO_BTF).
+package bpf
+
+//go:generate go tool bpf2go -cc clang-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_flow_val -type np_iface_key -type np_iface_val -type np_cpu_val Netdev netdev.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_softirq_val Softirq softirq.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_tcp_val Tcp tcp.bpf.c

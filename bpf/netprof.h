@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Types shared by netprof's BPF programs and read by user space (bpf2go
+ * generates Go types from them). Every counter is a running total kept in
+ * the kernel; user space takes differences per interval. */
+#ifndef NETPROF_H
+#define NETPROF_H
+
+/* Flow key: network namespace + interface + 5-tuple, oriented from the
+ * local end (l*) to the remote end (r*) in that namespace. IPv4 addresses
+ * (and IPv4-mapped IPv6 ones) use the first 4 bytes with family 4. */
+struct np_flow_key {
+	__u64 netns;   /* net->ns.inum */
+	__u32 ifindex; /* 0 for socket-level keys (tcp) */
+	__u8 family;   /* 4 or 6 */
+	__u8 proto;    /* IPPROTO_TCP, IPPROTO_UDP, ... */
+	__u16 lport;   /* host byte order */
+	__u8 laddr[16];
+	__u8 raddr[16];
+	__u16 rport; /* host byte order */
+	__u16 pad1;
+	__u32 pad2;
+};
+
+/* Per-direction counters: bytes are L2 frame bytes (skb->len plus the MAC
+ * header, as netlink's interface counters count them); packets are segments
+ * (gso_segs of a GSO/GRO skb, else 1); wire_bytes adds the L2-L4 headers
+ * that segmentation repeats per segment. */
+struct np_dir_counts {
+	__u64 bytes;
+	__u64 packets;
+	__u64 skbs;
+	__u64 wire_bytes;
+};
+
+struct np_flow_val {
+	struct np_dir_counts rx;
+	struct np_dir_counts tx;
+};
+
+struct np_iface_key {
+	__u64 netns;
+	__u32 ifindex;
+	__u32 pad;
+};
+
+struct np_iface_val {
+	struct np_dir_counts rx;
+	struct np_dir_counts tx;
+};
+
+/* Per-CPU receive work: netif_receive_skb and napi_poll on this CPU. */
+struct np_cpu_val {
+	__u64 rx_bytes;
+	__u64 rx_packets;
+	__u64 rx_skbs;
+	__u64 napi_polls;
+	__u64 napi_packets;
+	__u64 napi_budget_exhausted;
+	__u64 flow_update_fail; /* flow map updates that failed (full) */
+	__u64 iface_update_fail;
+};
+
+/* Per-CPU softirq accounting (irq:softirq_entry/exit). *_start is the
+ * bpf_ktime_get_ns() of a softirq still running, 0 when none. */
+struct np_softirq_val {
+	__u64 net_rx_ns;
+	__u64 net_rx_count;
+	__u64 net_rx_start;
+	__u64 net_tx_ns;
+	__u64 net_tx_count;
+	__u64 net_tx_start;
+};
+
+/* RTT histogram: log-linear buckets over microseconds. Below 1024 us the
+ * buckets are 8 us wide (128 buckets); from 1024 us each power of two is
+ * split into 8 equal buckets (12.5% resolution) up to 2^32 us. */
+#define NP_RTT_LINEAR_SHIFT 3
+#define NP_RTT_LINEAR_BUCKETS 128
+#define NP_RTT_LOG_FIRST 10
+#define NP_RTT_SUB_BITS 3
+#define NP_RTT_BUCKETS (NP_RTT_LINEAR_BUCKETS + (32 - NP_RTT_LOG_FIRST) * (1 << NP_RTT_SUB_BITS))
+
+/* Per-socket TCP statistics (tcp:tcp_probe, tcp:tcp_retransmit_skb). */
+struct np_tcp_val {
+	__u64 rtt_samples;
+	__u64 rtt_sum_us;
+	__u64 retrans_segs;  /* segments retransmitted (err == 0) */
+	__u64 retrans_fail;  /* retransmit attempts that failed (err != 0) */
+	__u32 rtt_min_us;    /* lifetime minimum of samples on this CPU */
+	__u32 rtt_max_us;
+	__u32 srtt_us;       /* last smoothed RTT seen (tp->srtt_us >> 3) */
+	__u32 snd_cwnd;      /* last snd_cwnd, segments */
+	__u32 min_rtt_us;    /* last tp->rtt_min (kernel's windowed min) */
+	__u32 mss;           /* last tp->mss_cache */
+	__u64 last_ns;       /* bpf_ktime_get_ns() of the last update */
+	__u32 rtt_hist[NP_RTT_BUCKETS];
+};
+
+#endif

@@ -1,0 +1,181 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* tcp: per-socket RTT distribution, cwnd and retransmitted segments.
+ *
+ * tcp:tcp_probe (tp_btf, kernel >= 5.5) fires at the start of
+ * tcp_rcv_established for every segment a socket receives. When the segment
+ * acknowledges new data we take one RTT sample: tp->rack.rtt_us, the raw RTT
+ * of the most recently acknowledged segment (set while the previous ACK was
+ * processed), plus the last srtt, snd_cwnd, mss and the kernel's windowed
+ * minimum RTT (tp->rtt_min).
+ *
+ * tcp:tcp_retransmit_skb (tp_btf) counts retransmitted segments
+ * (tcp_skb_pcount of the skb: one call can cover several segments) and,
+ * separately, failed attempts. This program reads the tracepoint's third
+ * argument (err), present on recent kernels (6.18 here); where the
+ * tracepoint has two arguments it fails to load and is reported as such. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "netprof.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, 4096); /* set by user space */
+	__type(key, struct np_flow_key);
+	__type(value, struct np_tcp_val);
+} np_tcp_socks SEC(".maps");
+
+/* Scratch space for a zeroed value: np_tcp_val is too large for the stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct np_tcp_val);
+} np_tcp_zero SEC(".maps");
+
+static __always_inline __u32 log2_u32(__u32 v)
+{
+	__u32 r, shift;
+
+	r = (v > 0xFFFF) << 4;
+	v >>= r;
+	shift = (v > 0xFF) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xF) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+/* rtt_bucket maps microseconds to the log-linear bucket in netprof.h. */
+static __always_inline __u32 rtt_bucket(__u32 us)
+{
+	__u32 msb, sub;
+
+	if (us < (NP_RTT_LINEAR_BUCKETS << NP_RTT_LINEAR_SHIFT))
+		return us >> NP_RTT_LINEAR_SHIFT;
+	msb = log2_u32(us);
+	sub = (us >> (msb - NP_RTT_SUB_BITS)) & ((1 << NP_RTT_SUB_BITS) - 1);
+	return NP_RTT_LINEAR_BUCKETS + ((msb - NP_RTT_LOG_FIRST) << NP_RTT_SUB_BITS) + sub;
+}
+
+static __always_inline bool sock_key(const struct sock *sk, struct np_flow_key *k)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	k->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	k->proto = IPPROTO_TCP;
+	k->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	k->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == AF_INET) {
+		k->family = 4;
+		bpf_core_read(k->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(k->raddr, 4, &sk->__sk_common.skc_daddr);
+		return true;
+	}
+	if (family != AF_INET6)
+		return false;
+	bpf_core_read(k->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+	bpf_core_read(k->raddr, 16, &sk->__sk_common.skc_v6_daddr);
+	/* A dual-stack socket talking IPv4 has IPv4-mapped addresses: the
+	 * same flow as its IPv4 form. */
+	__u32 w[3];
+	__builtin_memcpy(w, k->raddr, sizeof(w));
+	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0x0000ffff)) {
+		k->family = 4;
+		__builtin_memmove(k->laddr, k->laddr + 12, 4);
+		__builtin_memmove(k->raddr, k->raddr + 12, 4);
+		__builtin_memset(k->laddr + 4, 0, 12);
+		__builtin_memset(k->raddr + 4, 0, 12);
+		return true;
+	}
+	k->family = 6;
+	return true;
+}
+
+static __always_inline struct np_tcp_val *sock_val(const struct sock *sk)
+{
+	struct np_flow_key k = {};
+	struct np_tcp_val *v;
+	__u32 zero = 0;
+
+	if (!sock_key(sk, &k))
+		return NULL;
+	v = bpf_map_lookup_elem(&np_tcp_socks, &k);
+	if (v)
+		return v;
+	v = bpf_map_lookup_elem(&np_tcp_zero, &zero);
+	if (!v)
+		return NULL;
+	bpf_map_update_elem(&np_tcp_socks, &k, v, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&np_tcp_socks, &k);
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)skb->cb;
+	__u32 ack_seq = 0, snd_una, rtt;
+	struct np_tcp_val *v;
+
+	bpf_core_read(&ack_seq, sizeof(ack_seq), &cb->ack_seq);
+	snd_una = BPF_CORE_READ(tp, snd_una);
+	if ((__s32)(ack_seq - snd_una) <= 0)
+		return 0; /* acknowledges nothing new: no RTT sample */
+	rtt = BPF_CORE_READ(tp, rack.rtt_us);
+	if (rtt == 0)
+		return 0;
+	v = sock_val(sk);
+	if (!v)
+		return 0;
+	v->rtt_samples++;
+	v->rtt_sum_us += rtt;
+	if (v->rtt_min_us == 0 || rtt < v->rtt_min_us)
+		v->rtt_min_us = rtt;
+	if (rtt > v->rtt_max_us)
+		v->rtt_max_us = rtt;
+	__u32 b = rtt_bucket(rtt);
+	if (b < NP_RTT_BUCKETS)
+		v->rtt_hist[b]++;
+	v->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
+	v->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	v->mss = BPF_CORE_READ(tp, mss_cache);
+	v->min_rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
+	v->last_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)skb->cb;
+	struct np_tcp_val *v = sock_val(sk);
+	__u16 segs = 0;
+
+	if (!v)
+		return 0;
+	if (err) {
+		v->retrans_fail++;
+		return 0;
+	}
+	bpf_core_read(&segs, sizeof(segs), &cb->tcp_gso_segs);
+	v->retrans_segs += segs ? segs : 1;
+	v->last_ns = bpf_ktime_get_ns();
+	return 0;
+}

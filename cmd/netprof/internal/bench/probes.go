@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/netdev"
+	"github.com/netprof/netprof/probes/softirq"
+	"github.com/netprof/netprof/probes/tcpstats"
+	"github.com/netprof/netprof/trace"
+)
+
+// probeSet is every loaded probe with its samplers.
+type probeSet struct {
+	loaded   []*loader.Loaded
+	samplers []loader.Sampler // netdev, tcp, softirq, bpf stats: in that order
+	status   []trace.Probe
+	stats    io.Closer
+}
+
+// scope says which interfaces and namespaces belong to the run.
+type scope struct {
+	names map[netdev.IfaceKey]string
+	netns map[uint64]bool
+}
+
+// loadProbes loads and attaches every probe. A probe that cannot be loaded
+// at all, or a program that cannot be attached, is recorded in status and
+// skipped; the run goes on with the others.
+func loadProbes(sc scope, flowEntries uint32, log *slog.Logger) (*probeSet, error) {
+	ps := &probeSet{}
+	if c, err := loader.EnableStats(); err != nil {
+		log.Warn("bpf run-time stats unavailable; probes table will show 0 run time", "err", err)
+	} else {
+		ps.stats = c
+	}
+	load := func(name string, spec loader.Spec, err error) *loader.Loaded {
+		if err == nil {
+			var l *loader.Loaded
+			if l, err = loader.Load(spec, log); err == nil {
+				ps.loaded = append(ps.loaded, l)
+				ps.status = append(ps.status, l.Status...)
+				return l
+			}
+		}
+		log.Warn("probe not loaded", "probe", name, "err", err)
+		ps.status = append(ps.status, trace.Probe{Name: name, Reason: err.Error()})
+		return nil
+	}
+	ndSpec, err := netdev.Spec(netdev.Options{FlowEntries: flowEntries})
+	if l := load("netdev", ndSpec, err); l != nil {
+		r, err := netdev.NewReader(l)
+		if err != nil {
+			return nil, errors.Join(err, ps.Close())
+		}
+		ps.samplers = append(ps.samplers, netdev.NewSampler(r, func(netns uint64, ifindex uint32) (string, bool) {
+			n, ok := sc.names[netdev.IfaceKey{Netns: netns, Ifindex: ifindex}]
+			return n, ok
+		}))
+	}
+	tcSpec, err := tcpstats.Spec(tcpstats.Options{})
+	if l := load("tcp", tcSpec, err); l != nil {
+		r, err := tcpstats.NewReader(l)
+		if err != nil {
+			return nil, errors.Join(err, ps.Close())
+		}
+		ps.samplers = append(ps.samplers, tcpstats.NewSampler(r, func(netns uint64) bool { return sc.netns[netns] }))
+	}
+	siSpec, err := softirq.Spec()
+	if l := load("softirq", siSpec, err); l != nil {
+		r, err := softirq.NewReader(l)
+		if err != nil {
+			return nil, errors.Join(err, ps.Close())
+		}
+		ps.samplers = append(ps.samplers, softirq.NewSampler(r))
+	}
+	ps.samplers = append(ps.samplers, &loader.StatsSampler{Probes: ps.loaded})
+	return ps, nil
+}
+
+// Close detaches every probe and stops BPF stats collection.
+func (ps *probeSet) Close() error {
+	if ps == nil {
+		return nil
+	}
+	var errs []error
+	for _, l := range ps.loaded {
+		errs = append(errs, l.Close())
+	}
+	if ps.stats != nil {
+		errs = append(errs, ps.stats.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close probes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"github.com/vishvananda/netlink"
+
+	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic"
+)
+
+// linkSampler adds one ifaces row per test-bed interface from netlink.
+type linkSampler struct {
+	links   []linkstats.Link
+	handles []*netlink.Handle
+	prev    []linkstats.Stats
+}
+
+func (s *linkSampler) Name() string { return "netlink" }
+
+func (s *linkSampler) Baseline() error {
+	s.prev = make([]linkstats.Stats, len(s.links))
+	for i, l := range s.links {
+		st, err := linkstats.Read(s.handles[i], l.Index)
+		if err != nil {
+			return err
+		}
+		s.prev[i] = st
+	}
+	return nil
+}
+
+func (s *linkSampler) Sample(iv *trace.Interval, _ int64) error {
+	var firstErr error
+	for i, l := range s.links {
+		st, err := linkstats.Read(s.handles[i], l.Index)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		d, _ := st.Sub(s.prev[i])
+		s.prev[i] = st
+		iv.Ifaces = append(iv.Ifaces, trace.IfaceRow{
+			Netns: l.Netns, Ifname: l.Name, Ifindex: int32(l.Index), Driver: l.Driver,
+			RxBytes: d.RxBytes, TxBytes: d.TxBytes, RxPackets: d.RxPackets, TxPackets: d.TxPackets,
+			RxDropped: d.RxDropped, TxDropped: d.TxDropped,
+		})
+	}
+	return firstErr
+}
+
+// trafficSampler adds one traffic row per stream and end from the
+// generator's own counters.
+type trafficSampler struct {
+	sources []func() []traffic.StreamSample
+	prev    map[streamKey]traffic.StreamSample
+}
+
+type streamKey struct {
+	role   string
+	stream int
+}
+
+func (s *trafficSampler) Name() string { return "traffic" }
+
+func (s *trafficSampler) Baseline() error {
+	s.prev = map[streamKey]traffic.StreamSample{}
+	for _, src := range s.sources {
+		for _, st := range src() {
+			s.prev[streamKey{st.Role, st.Stream}] = st
+		}
+	}
+	return nil
+}
+
+func (s *trafficSampler) Sample(iv *trace.Interval, _ int64) error {
+	for _, src := range s.sources {
+		for _, st := range src() {
+			k := streamKey{st.Role, st.Stream}
+			p := s.prev[k]
+			s.prev[k] = st
+			iv.Traffic = append(iv.Traffic, trafficRow(st, p))
+		}
+	}
+	return nil
+}
+
+func trafficRow(st, p traffic.StreamSample) trace.TrafficRow {
+	row := trace.TrafficRow{
+		Stream: int32(st.Stream), Role: st.Role, LocalAddr: st.LocalAddr, RemoteAddr: st.RemoteAddr,
+		AppBytes: st.AppBytes - min(p.AppBytes, st.AppBytes),
+	}
+	if st.Role == traffic.RoleSender && st.TCP != nil {
+		var prevRetrans uint64
+		if p.TCP != nil {
+			prevRetrans = p.TCP.TotalRetrans
+		}
+		retrans := st.TCP.TotalRetrans - min(prevRetrans, st.TCP.TotalRetrans)
+		rtt, cwnd := st.TCP.RttUs, st.TCP.SndCwnd
+		row.TCPRetransmits, row.TCPRttUs, row.TCPCwnd = &retrans, &rtt, &cwnd
+	}
+	return row
+}

@@ -1,0 +1,183 @@
+// Package loader loads netprof's BPF probes program by program, attaches
+// them, and reports which ran and why the others did not. It knows no
+// specific probe: a probe package hands it a Spec (collection spec + the
+// programs to attach) and reads the returned maps itself.
+//
+// One program failing to load or attach (missing tracepoint, verifier
+// rejection) never stops the others: its Status records the reason.
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// Program is one BPF program of a probe.
+type Program struct {
+	// Name is the program's name in the collection spec (np_<probe>_<hook>).
+	Name string
+	// Hook is the tracepoint as "subsystem:event", e.g. "net:netif_receive_skb".
+	Hook string
+}
+
+// Spec is what a probe package gives the loader.
+type Spec struct {
+	// Probe names the probe family, e.g. "netdev".
+	Probe string
+	// Collection is the probe's collection spec; the loader does not modify it.
+	Collection *ebpf.CollectionSpec
+	Programs   []Program
+}
+
+// Loaded is a probe whose maps exist and whose programs are attached where
+// possible. Close it to detach and free everything.
+type Loaded struct {
+	Probe string
+	// Maps are the probe's maps by name (shared by all its programs).
+	Maps   map[string]*ebpf.Map
+	Status []trace.Probe
+	progs  []attached
+	maps   *ebpf.Collection
+	closed bool
+}
+
+type attached struct {
+	Program
+	prog *ebpf.Program
+	link link.Link
+}
+
+// Load creates the probe's maps, then loads and attaches each program on
+// its own. It returns an error only when the maps cannot be created (then
+// nothing is left behind); a program that fails is recorded in Status with
+// its reason (for a verifier error, the log's last lines) and skipped.
+// tp_btf programs need Linux >= 5.5 with BTF; the check that the tracepoint
+// exists uses the kernel's btf_trace_<event> type.
+func Load(spec Spec, log *slog.Logger) (*Loaded, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	mapsOnly := spec.Collection.Copy()
+	mapsOnly.Programs = map[string]*ebpf.ProgramSpec{}
+	coll, err := ebpf.NewCollection(mapsOnly)
+	if err != nil {
+		return nil, fmt.Errorf("create %s maps: %w", spec.Probe, err)
+	}
+	l := &Loaded{Probe: spec.Probe, Maps: coll.Maps, maps: coll}
+	for _, p := range spec.Programs {
+		a, err := loadOne(spec.Collection, p, coll.Maps)
+		st := trace.Probe{Name: p.Name, Hook: p.Hook, Attached: err == nil}
+		if err != nil {
+			st.Reason = err.Error()
+			log.Warn("probe program not attached", "probe", spec.Probe, "program", p.Name, "hook", p.Hook, "reason", st.Reason)
+		} else {
+			l.progs = append(l.progs, a)
+		}
+		l.Status = append(l.Status, st)
+	}
+	return l, nil
+}
+
+func loadOne(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (attached, error) {
+	ps, ok := cs.Programs[p.Name]
+	if !ok {
+		return attached{}, fmt.Errorf("program %s: %w", p.Name, os.ErrNotExist)
+	}
+	if err := TracepointExists(ps.AttachTo); err != nil {
+		return attached{}, err
+	}
+	one := cs.Copy()
+	one.Programs = map[string]*ebpf.ProgramSpec{p.Name: one.Programs[p.Name]}
+	coll, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: maps})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return attached{}, fmt.Errorf("load %s: %-20v", p.Name, ve)
+		}
+		return attached{}, fmt.Errorf("load %s: %w", p.Name, err)
+	}
+	defer coll.Close()
+	prog := coll.DetachProgram(p.Name)
+	lk, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		prog.Close()
+		return attached{}, fmt.Errorf("attach %s to %s: %w", p.Name, p.Hook, err)
+	}
+	return attached{Program: p, prog: prog, link: lk}, nil
+}
+
+// TracepointExists reports whether the running kernel has a BTF tracepoint
+// named event (e.g. "netif_receive_skb"). It returns an error wrapping
+// os.ErrNotExist when the kernel BTF has no btf_trace_<event> type, and
+// wrapping ebpf.ErrNotSupported when the kernel has no BTF at all.
+func TracepointExists(event string) error {
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("kernel btf: %w", err)
+	}
+	var td *btf.Typedef
+	if err := kspec.TypeByName("btf_trace_"+event, &td); err != nil {
+		if errors.Is(err, btf.ErrNotFound) {
+			return fmt.Errorf("tracepoint %s not in kernel BTF: %w", event, os.ErrNotExist)
+		}
+		return fmt.Errorf("tracepoint %s: %w", event, err)
+	}
+	return nil
+}
+
+// ProgramStats are cumulative kernel statistics of one attached program.
+type ProgramStats struct {
+	Program
+	RunCount        uint64
+	RunTimeNs       uint64
+	RecursionMisses uint64
+}
+
+// Stats returns the cumulative run count, run time (ns; 0 unless BPF stats
+// are enabled, see EnableStats) and recursion misses of every attached
+// program, from bpf_prog_info (Linux >= 5.12 for recursion misses).
+func (l *Loaded) Stats() ([]ProgramStats, error) {
+	out := make([]ProgramStats, 0, len(l.progs))
+	for _, a := range l.progs {
+		s, err := a.prog.Stats()
+		if err != nil {
+			return nil, fmt.Errorf("stats of %s: %w", a.Name, err)
+		}
+		out = append(out, ProgramStats{
+			Program:         a.Program,
+			RunCount:        s.RunCount,
+			RunTimeNs:       uint64(s.Runtime.Nanoseconds()),
+			RecursionMisses: s.RecursionMisses,
+		})
+	}
+	return out, nil
+}
+
+// Attached reports how many of the probe's programs are attached.
+func (l *Loaded) Attached() int { return len(l.progs) }
+
+// Close detaches every program (links first), then frees programs and maps.
+// It is idempotent.
+func (l *Loaded) Close() error {
+	if l == nil || l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	for _, a := range l.progs {
+		errs = append(errs, a.link.Close())
+	}
+	for _, a := range l.progs {
+		errs = append(errs, a.prog.Close())
+	}
+	l.maps.Close()
+	return errors.Join(errs...)
+}

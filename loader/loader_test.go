@@ -1,0 +1,121 @@
+package loader_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+
+	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/internal/kerneltest"
+	"github.com/netprof/netprof/loader"
+)
+
+func requireBPF(t *testing.T) {
+	t.Helper()
+	kerneltest.RequireRoot(t)
+	if err := loader.Check(nil); err != nil {
+		kerneltest.Skip(t, err.Error())
+	}
+}
+
+func specs(t *testing.T) []loader.Spec {
+	t.Helper()
+	nd, err := bpf.LoadNetdev()
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := bpf.LoadSoftirq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := bpf.LoadTcp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []loader.Spec{
+		{Probe: "netdev", Collection: nd, Programs: []loader.Program{
+			{Name: bpf.NetdevProgNpNdRx, Hook: "net:netif_receive_skb"},
+			{Name: bpf.NetdevProgNpNdTx, Hook: "net:net_dev_start_xmit"},
+			{Name: bpf.NetdevProgNpNdNapi, Hook: "napi:napi_poll"},
+		}},
+		{Probe: "softirq", Collection: si, Programs: []loader.Program{
+			{Name: bpf.SoftirqProgNpSiEntry, Hook: "irq:softirq_entry"},
+			{Name: bpf.SoftirqProgNpSiExit, Hook: "irq:softirq_exit"},
+		}},
+		{Probe: "tcp", Collection: tc, Programs: []loader.Program{
+			{Name: bpf.TcpProgNpTcpProbe, Hook: "tcp:tcp_probe"},
+			{Name: bpf.TcpProgNpTcpRetrans, Hook: "tcp:tcp_retransmit_skb"},
+		}},
+	}
+}
+
+// Every program of every object loads and attaches on this kernel, and its
+// run count moves (the tracepoints fire constantly on a live host: softirqs,
+// loopback traffic from this test).
+func TestLoadAttachAll(t *testing.T) {
+	requireBPF(t)
+	for _, s := range specs(t) {
+		l, err := loader.Load(s, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Probe, err)
+		}
+		for _, st := range l.Status {
+			if !st.Attached {
+				t.Errorf("%s/%s not attached: %s", s.Probe, st.Name, st.Reason)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("close %s: %v", s.Probe, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("second close %s: %v", s.Probe, err)
+		}
+	}
+}
+
+// A program whose tracepoint does not exist is skipped with a named reason
+// while the probe's other programs attach.
+func TestMissingTracepointSkipped(t *testing.T) {
+	requireBPF(t)
+	s := specs(t)[1] // softirq
+	s.Collection = s.Collection.Copy()
+	s.Collection.Programs[bpf.SoftirqProgNpSiExit].AttachTo = "netprof_no_such_tracepoint"
+	l, err := loader.Load(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Attached() != 1 {
+		t.Fatalf("attached = %d, want 1", l.Attached())
+	}
+	var missing *string
+	for i, st := range l.Status {
+		if st.Name == bpf.SoftirqProgNpSiExit {
+			missing = &l.Status[i].Reason
+			if st.Attached {
+				t.Error("missing tracepoint reported attached")
+			}
+		} else if !st.Attached {
+			t.Errorf("%s not attached: %s", st.Name, st.Reason)
+		}
+	}
+	if missing == nil || *missing == "" {
+		t.Fatal("no reason recorded for the missing tracepoint")
+	}
+	t.Logf("reason: %s", *missing)
+}
+
+func TestTracepointExists(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		kerneltest.Skip(t, "no kernel BTF")
+	}
+	if err := loader.TracepointExists("netif_receive_skb"); err != nil {
+		t.Fatal(err)
+	}
+	err := loader.TracepointExists("netprof_no_such_tracepoint")
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v, want os.ErrNotExist", err)
+	}
+}
+

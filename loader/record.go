@@ -1,0 +1,126 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// Sampler is one source of per-interval rows (a probe, netlink counters, the
+// traffic generator). Samplers run in order on every tick and fill the same
+// trace.Interval, so a later sampler can complete rows an earlier one made
+// (e.g. BPF counts added to the netlink interface rows).
+type Sampler interface {
+	// Name identifies the sampler in logs and errors.
+	Name() string
+	// Baseline takes the starting totals; the first interval counts from it.
+	Baseline() error
+	// Sample adds this interval's rows (deltas since the previous call).
+	Sample(iv *trace.Interval, intervalNs int64) error
+}
+
+// Recorder drives samplers on a fixed period and writes each interval.
+type Recorder struct {
+	Samplers []Sampler
+	Period   time.Duration
+	Writer   *trace.Writer
+	// OnInterval, if set, is called after each interval is written (live
+	// line, tests). It runs on the recorder's goroutine.
+	OnInterval func(end time.Time, iv *trace.Interval)
+	Log        *slog.Logger
+	// MinFinal is the shortest final partial interval still recorded when
+	// the run stops between ticks (default 10 ms).
+	MinFinal time.Duration
+}
+
+// Run records until ctx is done, then records the final partial interval
+// (if at least MinFinal long) and returns nil. It returns an error if a
+// baseline fails or the trace cannot be written; a sampler failing during
+// the run is logged and the interval is written without its rows.
+func (r *Recorder) Run(ctx context.Context) error {
+	log := r.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	for _, s := range r.Samplers {
+		if err := s.Baseline(); err != nil {
+			return fmt.Errorf("baseline %s: %w", s.Name(), err)
+		}
+	}
+	minFinal := r.MinFinal
+	if minFinal == 0 {
+		minFinal = 10 * time.Millisecond
+	}
+	last := time.Now()
+	t := time.NewTicker(r.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			now := time.Now()
+			if now.Sub(last) < minFinal {
+				return nil
+			}
+			return r.tick(now, now.Sub(last), log)
+		case now := <-t.C:
+			now = time.Now() // the tick's own time may be stale after a stall
+			if err := r.tick(now, now.Sub(last), log); err != nil {
+				return err
+			}
+			last = now
+		}
+	}
+}
+
+func (r *Recorder) tick(end time.Time, length time.Duration, log *slog.Logger) error {
+	iv := &trace.Interval{}
+	ns := length.Nanoseconds()
+	for _, s := range r.Samplers {
+		if err := s.Sample(iv, ns); err != nil {
+			log.Warn("sampler failed; interval written without its rows", "sampler", s.Name(), "err", err)
+		}
+	}
+	Stamp(iv, end.UTC(), ns)
+	if r.Writer != nil {
+		if err := r.Writer.WriteInterval(*iv); err != nil {
+			return fmt.Errorf("write interval: %w", err)
+		}
+	}
+	if r.OnInterval != nil {
+		r.OnInterval(end, iv)
+	}
+	return nil
+}
+
+// Stamp sets time (interval end) and interval_ns on every row of iv.
+func Stamp(iv *trace.Interval, end time.Time, ns int64) {
+	for i := range iv.Ifaces {
+		iv.Ifaces[i].Time, iv.Ifaces[i].IntervalNs = end, ns
+	}
+	for i := range iv.CPUs {
+		iv.CPUs[i].Time, iv.CPUs[i].IntervalNs = end, ns
+	}
+	for i := range iv.Flows {
+		iv.Flows[i].Time, iv.Flows[i].IntervalNs = end, ns
+	}
+	for i := range iv.Traffic {
+		iv.Traffic[i].Time, iv.Traffic[i].IntervalNs = end, ns
+	}
+	for i := range iv.Probes {
+		iv.Probes[i].Time, iv.Probes[i].IntervalNs = end, ns
+	}
+}
+
+// CPURow returns the row of cpu in iv, adding it if absent.
+func CPURow(iv *trace.Interval, cpu int) *trace.CPURow {
+	for i := range iv.CPUs {
+		if int(iv.CPUs[i].CPU) == cpu {
+			return &iv.CPUs[i]
+		}
+	}
+	iv.CPUs = append(iv.CPUs, trace.CPURow{CPU: int32(cpu)})
+	return &iv.CPUs[len(iv.CPUs)-1]
+}

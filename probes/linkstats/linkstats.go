@@ -1,0 +1,93 @@
+// Package linkstats samples interface counters over netlink (RTM_GETLINK,
+// IFLA_STATS64): the kernel's own per-interface byte, packet and drop
+// counters, the ground truth the BPF counts are checked against. Counters
+// include L2 headers; their exact meaning is the driver's (veth counts
+// skb->len at transmit, for the peer's receive as well).
+package linkstats
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Link describes one interface to sample.
+type Link struct {
+	Netns  uint64 // network namespace inode
+	Name   string
+	Index  int
+	Driver string // kernel driver (sysfs) or link kind (veth, macvlan, ...)
+	MTU    int
+	Master string // name of the master (bond, bridge, VF's synthetic NIC), if any
+	// Role says what the run uses it for ("sender", "receiver"), if anything.
+	Role string
+}
+
+// Stats are cumulative counters of one interface (netlink stats64).
+type Stats struct {
+	RxBytes, TxBytes, RxPackets, TxPackets, RxDropped, TxDropped uint64
+}
+
+// Sub returns s − p, or s when a counter went backwards (the interface was
+// re-created or its counters reset); reset reports that case.
+func (s Stats) Sub(p Stats) (d Stats, reset bool) {
+	if s.RxBytes < p.RxBytes || s.TxBytes < p.TxBytes || s.RxPackets < p.RxPackets ||
+		s.TxPackets < p.TxPackets || s.RxDropped < p.RxDropped || s.TxDropped < p.TxDropped {
+		return s, true
+	}
+	return Stats{
+		RxBytes: s.RxBytes - p.RxBytes, TxBytes: s.TxBytes - p.TxBytes,
+		RxPackets: s.RxPackets - p.RxPackets, TxPackets: s.TxPackets - p.TxPackets,
+		RxDropped: s.RxDropped - p.RxDropped, TxDropped: s.TxDropped - p.TxDropped,
+	}, false
+}
+
+// Read returns the interface's counters through handle h (a netlink handle
+// in the interface's namespace). It returns an error wrapping the netlink
+// error when the interface is gone.
+func Read(h *netlink.Handle, index int) (Stats, error) {
+	l, err := h.LinkByIndex(index)
+	if err != nil {
+		return Stats{}, fmt.Errorf("link %d: %w", index, err)
+	}
+	st := l.Attrs().Statistics
+	if st == nil {
+		return Stats{}, fmt.Errorf("link %s: no stats64 in netlink reply", l.Attrs().Name)
+	}
+	return Stats{
+		RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxPackets: st.RxPackets, TxPackets: st.TxPackets,
+		RxDropped: st.RxDropped, TxDropped: st.TxDropped,
+	}, nil
+}
+
+// Describe returns name, driver, MTU and master of the interface at index
+// through handle h; netns is recorded as given.
+func Describe(h *netlink.Handle, netns uint64, index int) (Link, error) {
+	l, err := h.LinkByIndex(index)
+	if err != nil {
+		return Link{}, fmt.Errorf("link %d: %w", index, err)
+	}
+	a := l.Attrs()
+	out := Link{Netns: netns, Name: a.Name, Index: a.Index, MTU: a.MTU, Driver: driver(l)}
+	if a.MasterIndex > 0 {
+		if m, err := h.LinkByIndex(a.MasterIndex); err == nil {
+			out.Master = m.Attrs().Name
+		}
+	}
+	return out, nil
+}
+
+// driver returns the bound kernel driver from sysfs for devices that have
+// one (only meaningful in the caller's own namespace), else the link kind.
+func driver(l netlink.Link) string {
+	if t := l.Type(); t != "device" {
+		return t
+	}
+	p, err := os.Readlink(filepath.Join("/sys/class/net", l.Attrs().Name, "device/driver"))
+	if err != nil {
+		return "device"
+	}
+	return filepath.Base(p)
+}

@@ -1,0 +1,72 @@
+package netdev
+
+// Delta is what happened between two snapshots.
+type Delta struct {
+	// Ifaces holds every interface of cur, with its change since prev.
+	Ifaces map[IfaceKey]Counts
+	// Flows holds the flows that moved at least one packet.
+	Flows map[FlowKey]Counts
+	// CPUs is per CPU (index = CPU number).
+	CPUs []CPUCounts
+	// FlowsEvicted counts flows present in prev and gone from cur: the LRU
+	// table evicted them, and their last partial interval is lost.
+	FlowsEvicted int
+}
+
+// Diff returns cur − prev. A key absent from prev counts from zero (it was
+// created after prev was read). A key whose totals went backwards was
+// evicted and re-created in between: its current totals are the delta.
+// prev may be nil (everything counts from zero).
+func Diff(prev, cur *Snapshot) Delta {
+	if prev == nil {
+		prev = &Snapshot{}
+	}
+	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(cur.Ifaces)), Flows: map[FlowKey]Counts{}}
+	for k, c := range cur.Ifaces {
+		d.Ifaces[k] = c.sub(prev.Ifaces[k])
+	}
+	for k, c := range cur.Flows {
+		if dc := c.sub(prev.Flows[k]); dc != (Counts{}) {
+			d.Flows[k] = dc
+		}
+	}
+	for k := range prev.Flows {
+		if _, ok := cur.Flows[k]; !ok {
+			d.FlowsEvicted++
+		}
+	}
+	d.CPUs = make([]CPUCounts, len(cur.CPUs))
+	for i, c := range cur.CPUs {
+		var p CPUCounts
+		if i < len(prev.CPUs) {
+			p = prev.CPUs[i]
+		}
+		d.CPUs[i] = c.sub(p)
+	}
+	return d
+}
+
+func (c Counts) sub(p Counts) Counts {
+	if c.Rx.less(p.Rx) || c.Tx.less(p.Tx) {
+		return c
+	}
+	return Counts{Rx: c.Rx.minus(p.Rx), Tx: c.Tx.minus(p.Tx)}
+}
+
+func (d DirCounts) less(p DirCounts) bool {
+	return d.Bytes < p.Bytes || d.Packets < p.Packets || d.Skbs < p.Skbs || d.WireBytes < p.WireBytes
+}
+
+func (d DirCounts) minus(p DirCounts) DirCounts {
+	return DirCounts{Bytes: d.Bytes - p.Bytes, Packets: d.Packets - p.Packets, Skbs: d.Skbs - p.Skbs, WireBytes: d.WireBytes - p.WireBytes}
+}
+
+// CPU counters only grow while the probe is loaded.
+func (c CPUCounts) sub(p CPUCounts) CPUCounts {
+	return CPUCounts{
+		RxBytes: c.RxBytes - p.RxBytes, RxPackets: c.RxPackets - p.RxPackets, RxSkbs: c.RxSkbs - p.RxSkbs,
+		NapiPolls: c.NapiPolls - p.NapiPolls, NapiPackets: c.NapiPackets - p.NapiPackets,
+		NapiBudgetExhausted: c.NapiBudgetExhausted - p.NapiBudgetExhausted,
+		FlowUpdateFail:      c.FlowUpdateFail - p.FlowUpdateFail, IfaceUpdateFail: c.IfaceUpdateFail - p.IfaceUpdateFail,
+	}
+}

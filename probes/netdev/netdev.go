@@ -1,0 +1,49 @@
+// Package netdev is the packet-counting probe: per interface, per flow and
+// per CPU, from net:netif_receive_skb (receive), net:net_dev_start_xmit
+// (transmit) and napi:napi_poll, attached as tp_btf (Linux >= 5.5 with BTF).
+//
+// The kernel keeps running totals in per-CPU maps; Read sums them and Diff
+// turns two reads into per-interval deltas. Bytes are L2 frame bytes (what
+// netlink's interface counters count), packets are segments (a GSO/GRO skb
+// counts gso_segs), wire bytes add the headers segmentation repeats.
+package netdev
+
+import (
+	"fmt"
+
+	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/loader"
+)
+
+// Options tunes the probe.
+type Options struct {
+	// FlowEntries is the size of the LRU flow table (default 16384). When
+	// it overflows, the least recently used flows are evicted; Diff counts
+	// evictions.
+	FlowEntries uint32
+}
+
+// DefaultFlowEntries is the flow table size when Options.FlowEntries is 0.
+const DefaultFlowEntries = 16384
+
+// Spec returns the loader spec of the probe with its flow table sized.
+func Spec(opt Options) (loader.Spec, error) {
+	cs, err := bpf.LoadNetdev()
+	if err != nil {
+		return loader.Spec{}, fmt.Errorf("netdev spec: %w", err)
+	}
+	n := opt.FlowEntries
+	if n == 0 {
+		n = DefaultFlowEntries
+	}
+	cs.Maps[bpf.NetdevMapNpNdFlows].MaxEntries = n
+	return loader.Spec{
+		Probe:      "netdev",
+		Collection: cs,
+		Programs: []loader.Program{
+			{Name: bpf.NetdevProgNpNdRx, Hook: "net:netif_receive_skb"},
+			{Name: bpf.NetdevProgNpNdTx, Hook: "net:net_dev_start_xmit"},
+			{Name: bpf.NetdevProgNpNdNapi, Hook: "napi:napi_poll"},
+		},
+	}, nil
+}

@@ -1,0 +1,85 @@
+package netdev
+
+import (
+	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/trace"
+)
+
+// Scope names the interfaces a run cares about: it returns the interface's
+// name and true for those, false for the rest of the host.
+type Scope func(netns uint64, ifindex uint32) (name string, ok bool)
+
+// Sampler turns the probe's maps into trace rows each interval: it fills
+// the bpf_* columns of interface rows already in the interval (made by the
+// netlink sampler), adds one flow row per flow on an in-scope interface
+// that moved data, fills per-CPU receive and NAPI columns, and adds a
+// "map:netdev" probes row with the flow table's evictions and failures.
+type Sampler struct {
+	r     *Reader
+	scope Scope
+	prev  *Snapshot
+}
+
+// NewSampler returns a sampler reading r; scope filters flows (nil keeps all).
+func NewSampler(r *Reader, scope Scope) *Sampler { return &Sampler{r: r, scope: scope} }
+
+// Name implements loader.Sampler.
+func (s *Sampler) Name() string { return "netdev" }
+
+// Baseline implements loader.Sampler.
+func (s *Sampler) Baseline() error {
+	snap, err := s.r.Read()
+	s.prev = snap
+	return err
+}
+
+// Sample implements loader.Sampler.
+func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
+	cur, err := s.r.Read()
+	if err != nil {
+		return err
+	}
+	d := Diff(s.prev, cur)
+	s.prev = cur
+	for i := range iv.Ifaces {
+		row := &iv.Ifaces[i]
+		c := d.Ifaces[IfaceKey{Netns: row.Netns, Ifindex: uint32(row.Ifindex)}]
+		row.BpfRxBytes, row.BpfRxPackets, row.BpfRxSkbs = ptr(c.Rx.Bytes), ptr(c.Rx.Packets), ptr(c.Rx.Skbs)
+		row.BpfTxBytes, row.BpfTxPackets, row.BpfTxSkbs = ptr(c.Tx.Bytes), ptr(c.Tx.Packets), ptr(c.Tx.Skbs)
+		row.BpfRxWireBytes, row.BpfTxWireBytes = ptr(c.Rx.WireBytes), ptr(c.Tx.WireBytes)
+	}
+	for k, c := range d.Flows {
+		name, ok := "", true
+		if s.scope != nil {
+			name, ok = s.scope(k.Netns, k.Ifindex)
+		}
+		if ok {
+			iv.Flows = append(iv.Flows, flowRow(k, name, c))
+		}
+	}
+	var fails uint64
+	for cpu, c := range d.CPUs {
+		row := loader.CPURow(iv, cpu)
+		row.RxPackets, row.RxBytes = c.RxPackets, c.RxBytes
+		row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = c.NapiPolls, c.NapiPackets, c.NapiBudgetExhausted
+		fails += c.FlowUpdateFail + c.IfaceUpdateFail
+	}
+	iv.Probes = append(iv.Probes, trace.ProbeRow{
+		Program: "np_nd_flows", Hook: "map:netdev",
+		MapEvictions: uint64(d.FlowsEvicted), MapUpdateFailures: fails,
+	})
+	return nil
+}
+
+func flowRow(k FlowKey, ifname string, c Counts) trace.FlowRow {
+	return trace.FlowRow{
+		Netns: k.Netns, Ifindex: int32(k.Ifindex), Ifname: ifname,
+		Family: k.Family, Proto: k.Proto,
+		SrcAddr: k.Local.Addr().String(), SrcPort: k.Local.Port(),
+		DstAddr: k.Remote.Addr().String(), DstPort: k.Remote.Port(),
+		RxBytes: c.Rx.Bytes, RxPackets: c.Rx.Packets, RxSkbs: c.Rx.Skbs, RxWireBytes: c.Rx.WireBytes,
+		TxBytes: c.Tx.Bytes, TxPackets: c.Tx.Packets, TxSkbs: c.Tx.Skbs, TxWireBytes: c.Tx.WireBytes,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

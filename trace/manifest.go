@@ -1,0 +1,50 @@
+package trace
+
+import "time"
+
+// Manifest is manifest.json: one per run. Times are UTC.
+type Manifest struct {
+	SchemaVersion int       `json:"schema_version"`
+	ToolVersion   string    `json:"tool_version"`
+	Argv          []string  `json:"argv"`
+	Start         time.Time `json:"start"`
+	// End is zero while the run is being recorded.
+	End      time.Time `json:"end"`
+	Host     string    `json:"host"`
+	Kernel   string    `json:"kernel"`
+	CPUCount int       `json:"cpu_count"`
+	// IntervalNs is the nominal sampling interval; each row carries the
+	// measured one in interval_ns.
+	IntervalNs int64       `json:"interval_ns"`
+	Interfaces []Interface `json:"interfaces"`
+	Probes     []Probe     `json:"probes"`
+	// Config is the command's configuration (flags), as given.
+	Config map[string]any `json:"config"`
+	// Status is "ok", or what ended the run early (e.g. "interrupted").
+	Status string `json:"status"`
+}
+
+// Interface describes one interface the run sampled.
+type Interface struct {
+	Name   string `json:"name"`
+	Index  int32  `json:"index"`
+	Netns  uint64 `json:"netns"`
+	Driver string `json:"driver"`
+	Master string `json:"master,omitempty"`
+	MTU    int    `json:"mtu"`
+	// RatedSpeedMbps is the link speed in decimal Mbit/s; nil when the
+	// driver reports none (virtual links, "Speed: Unknown!").
+	RatedSpeedMbps *int64 `json:"rated_speed_mbps"`
+	// Role is what the run used it for, e.g. "sender", "receiver".
+	Role string `json:"role,omitempty"`
+}
+
+// Probe records whether one BPF program ran.
+type Probe struct {
+	Name     string `json:"name"`
+	Hook     string `json:"hook"`
+	Attached bool   `json:"attached"`
+	// Reason says why it is not attached (missing tracepoint, verifier
+	// error, --no-bpf); empty when attached.
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,189 @@
+// Package trace is the netprof run-directory format (trace format v1): the
+// contract between recording and analysis. It is the only package that writes
+// or reads Parquet.
+//
+// A run is a directory holding manifest.json and one Parquet file per table
+// (ifaces, cpus, flows, traffic, probes). Every row has `time`, the END of its
+// interval as TIMESTAMP(MICROS, isAdjustedToUTC=true), and `interval_ns`, the
+// measured length of that interval in nanoseconds. Counters are per-interval
+// deltas, never lifetime totals. Units are in column names (_bytes, _ns, _us).
+// A column never changes meaning or unit without a new SchemaVersion; tables
+// may gain columns.
+//
+// Optional (nullable) columns are pointers: null means "not measured" (probe
+// off, not applicable, no sample), never zero.
+package trace
+
+import "time"
+
+// SchemaVersion is the version of the run-directory format written by this
+// package and stored in manifest.json.
+const SchemaVersion = 1
+
+// Table file names inside a run directory.
+const (
+	ManifestFile = "manifest.json"
+	IfacesFile   = "ifaces.parquet"
+	CPUsFile     = "cpus.parquet"
+	FlowsFile    = "flows.parquet"
+	TrafficFile  = "traffic.parquet"
+	ProbesFile   = "probes.parquet"
+)
+
+// IfaceRow is one interface × interval.
+//
+// rx_*/tx_* come from netlink RTM_GETLINK IFLA_STATS64 (delta over the
+// interval; kernel counters include L2 headers but not preamble/FCS).
+// bpf_* come from the netif_receive_skb (rx) and net_dev_xmit (tx)
+// tracepoints and are null when the probes were off. bpf_*_packets count
+// segments (GSO/GRO segments, what the wire carries), bpf_*_skbs count skbs.
+type IfaceRow struct {
+	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs int64     `parquet:"interval_ns"`
+	// Netns is the inode number of the interface's network namespace.
+	Netns   uint64 `parquet:"netns"`
+	Ifname  string `parquet:"ifname"`
+	Ifindex int32  `parquet:"ifindex"`
+	Driver  string `parquet:"driver"`
+
+	RxBytes   uint64 `parquet:"rx_bytes"`
+	TxBytes   uint64 `parquet:"tx_bytes"`
+	RxPackets uint64 `parquet:"rx_packets"`
+	TxPackets uint64 `parquet:"tx_packets"`
+	RxDropped uint64 `parquet:"rx_dropped"`
+	TxDropped uint64 `parquet:"tx_dropped"`
+
+	BpfRxBytes   *uint64 `parquet:"bpf_rx_bytes,optional"`
+	BpfRxPackets *uint64 `parquet:"bpf_rx_packets,optional"`
+	BpfRxSkbs    *uint64 `parquet:"bpf_rx_skbs,optional"`
+	BpfTxBytes   *uint64 `parquet:"bpf_tx_bytes,optional"`
+	BpfTxPackets *uint64 `parquet:"bpf_tx_packets,optional"`
+	BpfTxSkbs    *uint64 `parquet:"bpf_tx_skbs,optional"`
+	// bpf_*_wire_bytes add the L2-L4 headers a GSO/GRO skb's segments
+	// repeat on the wire (bytes + (segments-1) x header length).
+	BpfRxWireBytes *uint64 `parquet:"bpf_rx_wire_bytes,optional"`
+	BpfTxWireBytes *uint64 `parquet:"bpf_tx_wire_bytes,optional"`
+}
+
+// CPURow is one CPU × interval, from the softirq and netif_receive_skb
+// probes. NET_RX/NET_TX softirq time is apportioned to the interval in which
+// it ran (a softirq still running at the interval end contributes the part
+// already elapsed), so NetRxSoftirqNs <= IntervalNs.
+type CPURow struct {
+	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs int64     `parquet:"interval_ns"`
+	CPU        int32     `parquet:"cpu"`
+
+	NetRxSoftirqNs    uint64 `parquet:"net_rx_softirq_ns"`
+	NetRxSoftirqCount uint64 `parquet:"net_rx_softirq_count"`
+	NetTxSoftirqNs    uint64 `parquet:"net_tx_softirq_ns"`
+	NetTxSoftirqCount uint64 `parquet:"net_tx_softirq_count"`
+	// RxPackets and RxBytes are netif_receive_skb segments and bytes
+	// processed on this CPU (all interfaces, all namespaces).
+	RxPackets uint64 `parquet:"rx_packets"`
+	RxBytes   uint64 `parquet:"rx_bytes"`
+	// napi:napi_poll on this CPU: polls, packets processed, and polls that
+	// used their whole budget (more work was waiting).
+	NapiPolls           uint64 `parquet:"napi_polls"`
+	NapiPackets         uint64 `parquet:"napi_packets"`
+	NapiBudgetExhausted uint64 `parquet:"napi_budget_exhausted"`
+}
+
+// FlowRow is one flow × interval, as seen in one network namespace on one
+// interface. Src is the LOCAL end in that namespace and Dst the remote end
+// (like `ss`): rx_* count packets arriving from dst to src, tx_* packets
+// leaving src for dst. A transfer between two namespaces on one host
+// therefore appears as two rows (one per namespace), each counting one side.
+//
+// Bytes are L2 frame bytes (skb->len plus the MAC header, as interface
+// counters count them); packets are segments; skbs are skbs as the stack
+// handled them (GSO/GRO batches); wire bytes add the headers repeated per
+// segment. Retransmits are TCP segments retransmitted by the
+// local end (tcp_retransmit_skb); they are only meaningful on the sender.
+// RTT columns summarise srtt samples taken at tcp_probe in this interval and
+// are null when there were none.
+type FlowRow struct {
+	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs int64     `parquet:"interval_ns"`
+	Netns      uint64    `parquet:"netns"`
+	Ifindex    int32     `parquet:"ifindex"`
+	Ifname     string    `parquet:"ifname"`
+	// Family is 4 or 6; Proto is the IP protocol number (6 TCP, 17 UDP).
+	Family  uint8  `parquet:"family"`
+	Proto   uint8  `parquet:"proto"`
+	SrcAddr string `parquet:"src_addr"`
+	SrcPort uint16 `parquet:"src_port"`
+	DstAddr string `parquet:"dst_addr"`
+	DstPort uint16 `parquet:"dst_port"`
+
+	RxBytes     uint64 `parquet:"rx_bytes"`
+	RxPackets   uint64 `parquet:"rx_packets"`
+	RxSkbs      uint64 `parquet:"rx_skbs"`
+	TxBytes     uint64 `parquet:"tx_bytes"`
+	TxPackets   uint64 `parquet:"tx_packets"`
+	TxSkbs      uint64 `parquet:"tx_skbs"`
+	RxWireBytes uint64 `parquet:"rx_wire_bytes"`
+	TxWireBytes uint64 `parquet:"tx_wire_bytes"`
+	Retransmits uint64 `parquet:"retransmits"`
+	// RetransmitFailures counts retransmit attempts the kernel could not
+	// send (tcp_retransmit_skb with err != 0), kept apart from Retransmits.
+	RetransmitFailures uint64 `parquet:"retransmit_failures"`
+
+	RTTSamples uint64  `parquet:"rtt_samples"`
+	RTTMinUs   *uint32 `parquet:"rtt_min_us,optional"`
+	RTTP50Us   *uint32 `parquet:"rtt_p50_us,optional"`
+	RTTP99Us   *uint32 `parquet:"rtt_p99_us,optional"`
+	RTTMaxUs   *uint32 `parquet:"rtt_max_us,optional"`
+	SrttUs     *uint32 `parquet:"srtt_us,optional"`
+	SndCwnd    *uint32 `parquet:"snd_cwnd,optional"`
+	// MinRttUs is the kernel's windowed minimum RTT (tp->rtt_min), µs.
+	MinRttUs *uint32 `parquet:"min_rtt_us,optional"`
+	// MSS is tp->mss_cache, bytes.
+	MSS *uint32 `parquet:"mss,optional"`
+}
+
+// Stream roles in TrafficRow.Role.
+const (
+	RoleSender   = "sender"
+	RoleReceiver = "receiver"
+)
+
+// TrafficRow is one generator stream × interval. AppBytes is the payload the
+// application wrote (sender) or read (receiver). The tcp_* columns come from
+// getsockopt(TCP_INFO) on the sender's socket; they are null on the receiver
+// (retransmits are counted on the sender; a receiver's 0 would mean nothing).
+type TrafficRow struct {
+	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs int64     `parquet:"interval_ns"`
+	Stream     int32     `parquet:"stream"`
+	Role       string    `parquet:"role"`
+	LocalAddr  string    `parquet:"local_addr"`
+	RemoteAddr string    `parquet:"remote_addr"`
+	AppBytes   uint64    `parquet:"app_bytes"`
+	// TCPRetransmits is the delta of tcpi_total_retrans (segments).
+	TCPRetransmits *uint64 `parquet:"tcp_retransmits,optional"`
+	// TCPRttUs is tcpi_rtt (smoothed RTT, µs) at the interval end.
+	TCPRttUs *uint32 `parquet:"tcp_rtt_us,optional"`
+	// TCPCwnd is tcpi_snd_cwnd (segments) at the interval end.
+	TCPCwnd *uint32 `parquet:"tcp_cwnd,optional"`
+}
+
+// ProbeRow is one BPF program × interval, from the kernel's BPF runtime
+// statistics (bpf_prog_info run_cnt, run_time_ns; run time needs
+// kernel.bpf_stats_enabled=1, else 0) and recursion_misses (kernel >= 5.12).
+// Rows whose Hook starts with "map:" describe a BPF map instead of a
+// program: Program is the map name and only the map_* columns are set.
+type ProbeRow struct {
+	Time            time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs      int64     `parquet:"interval_ns"`
+	Program         string    `parquet:"program"`
+	Hook            string    `parquet:"hook"`
+	RunCount        uint64    `parquet:"run_count"`
+	RunTimeNs       uint64    `parquet:"run_time_ns"`
+	RecursionMisses uint64    `parquet:"recursion_misses"`
+	// MapEvictions counts entries an LRU map evicted (seen as keys that
+	// vanished between reads); MapUpdateFailures counts inserts the
+	// programs could not make (map full).
+	MapEvictions      uint64 `parquet:"map_evictions"`
+	MapUpdateFailures uint64 `parquet:"map_update_failures"`
+}
