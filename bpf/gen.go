@@ -8,6 +8,6 @@
 // (BTF-enabled tracepoints, Linux >= 5.5 with CONFIG_DEBUG_INFO_BTF).
 package bpf
 
-//go:generate go tool bpf2go -cc clang-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_flow_val -type np_iface_key -type np_iface_val -type np_cpu_val Netdev netdev.bpf.c
-//go:generate go tool bpf2go -cc clang-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_softirq_val Softirq softirq.bpf.c
-//go:generate go tool bpf2go -cc clang-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_tcp_val Tcp tcp.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_flow_val -type np_iface_key -type np_iface_val -type np_cpu_val Netdev netdev.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_softirq_val Softirq softirq.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_tcp_val Tcp tcp.bpf.c

@@ -31,13 +31,29 @@ type Recorder struct {
 	// line, tests). It runs on the recorder's goroutine.
 	OnInterval func(end time.Time, iv *trace.Interval)
 	Log        *slog.Logger
-	// MinFinal is the shortest final partial interval still recorded when
-	// the run stops between ticks (default 10 ms).
+	// MinFinal is the shortest final partial interval: when the run stops
+	// sooner after the last tick, the recorder waits until it has passed
+	// (default 10 ms).
 	MinFinal time.Duration
+
+	started time.Time
+}
+
+// Start takes every sampler's baseline and returns the instant the first
+// interval starts. Call it before starting what is measured, so nothing
+// happens before the baseline; Run calls it if it was not called.
+func (r *Recorder) Start() (time.Time, error) {
+	for _, s := range r.Samplers {
+		if err := s.Baseline(); err != nil {
+			return time.Time{}, fmt.Errorf("baseline %s: %w", s.Name(), err)
+		}
+	}
+	r.started = time.Now()
+	return r.started, nil
 }
 
 // Run records until ctx is done, then records the final partial interval
-// (if at least MinFinal long) and returns nil. It returns an error if a
+// and returns nil. It returns an error if a
 // baseline fails or the trace cannot be written; a sampler failing during
 // the run is logged and the interval is written without its rows.
 func (r *Recorder) Run(ctx context.Context) error {
@@ -45,25 +61,28 @@ func (r *Recorder) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	for _, s := range r.Samplers {
-		if err := s.Baseline(); err != nil {
-			return fmt.Errorf("baseline %s: %w", s.Name(), err)
+	if r.started.IsZero() {
+		if _, err := r.Start(); err != nil {
+			return err
 		}
 	}
 	minFinal := r.MinFinal
 	if minFinal == 0 {
 		minFinal = 10 * time.Millisecond
 	}
-	last := time.Now()
+	last := r.started
 	t := time.NewTicker(r.Period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			now := time.Now()
-			if now.Sub(last) < minFinal {
-				return nil
+			// The final partial interval is always recorded so no count is
+			// lost; one shorter than MinFinal is first stretched to it, as
+			// a sliver of an interval gives a meaningless rate.
+			if d := minFinal - time.Since(last); d > 0 {
+				time.Sleep(d)
 			}
+			now := time.Now()
 			return r.tick(now, now.Sub(last), log)
 		case now := <-t.C:
 			now = time.Now() // the tick's own time may be stale after a stall

@@ -162,11 +162,17 @@ func transfer(ctx context.Context, cfg Config, bed *testbed.Bed, w *trace.Writer
 	samplers = append(samplers, &trafficSampler{sources: []func() []traffic.StreamSample{send.Sample, recv.Sample}})
 	rec := &loader.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log}
 	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	recDone := make(chan error, 1)
-	if err := w.UpdateManifest(func(m *trace.Manifest) { m.Start = time.Now().UTC() }); err != nil {
-		stopRec()
+	defer stopRec()
+	start, err := rec.Start()
+	if err == nil {
+		err = w.UpdateManifest(func(m *trace.Manifest) { m.Start = start.UTC() })
+	}
+	if err != nil {
+		cancelRecv()
+		<-recvDone
 		return err
 	}
+	recDone := make(chan error, 1)
 	go func() { recDone <- rec.Run(recCtx) }()
 
 	sendErr := send.Run(ctx)

@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/internal/kerneltest"
+	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+)
+
+func requireBench(t *testing.T, bpf bool) {
+	t.Helper()
+	testbedtest.Require(t)
+	if bpf {
+		if err := loader.Check(nil); err != nil {
+			kerneltest.Skip(t, err.Error())
+		}
+	}
+}
+
+func netnsNames(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	ents, err := os.ReadDir(testbed.NetnsDir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		out[e.Name()] = true
+	}
+	return out
+}
+
+func sumApp(samples []traffic.StreamSample) uint64 {
+	var n uint64
+	for _, s := range samples {
+		n += s.AppBytes
+	}
+	return n
+}
+
+// A 3 s bench run, checked against ground truth that is not netprof's BPF:
+// the generator's own counts and the kernel's netlink interface counters.
+func TestBenchEndToEnd(t *testing.T) {
+	requireBench(t, true)
+	before := netnsNames(t)
+	cfg := DefaultConfig()
+	cfg.Duration = 3 * time.Second
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), cfg, "test", nil)
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	if res.Status != "ok" {
+		t.Fatalf("status %q", res.Status)
+	}
+	for name := range netnsNames(t) {
+		if !before[name] {
+			t.Errorf("namespace %s left behind", name)
+		}
+	}
+	for _, f := range []string{trace.ManifestFile, trace.IfacesFile, trace.CPUsFile, trace.FlowsFile, trace.TrafficFile, trace.ProbesFile} {
+		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
+			t.Errorf("trace file: %v", err)
+		}
+	}
+	run, err := trace.Open(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range run.Manifest.Probes {
+		if !p.Attached {
+			t.Errorf("probe %s (%s) not attached: %s", p.Name, p.Hook, p.Reason)
+		}
+	}
+	checkTraffic(t, run, res)
+	checkIfaces(t, run)
+	checkCPUs(t, run)
+	if res.Report == nil || res.Report.RTT == nil {
+		t.Fatal("report has no RTT")
+	}
+	if p50 := res.Report.RTT.P50Us; p50 == 0 || p50 >= 10000 {
+		t.Errorf("RTT p50 = %d µs, want in (0, 10 ms)", p50)
+	}
+}
+
+// The traffic table's app bytes add up exactly to what each end counted.
+func checkTraffic(t *testing.T, run *trace.Run, res *Result) {
+	t.Helper()
+	rows, err := run.Traffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recv, sent uint64
+	for _, r := range rows {
+		switch r.Role {
+		case trace.RoleReceiver:
+			recv += r.AppBytes
+			if r.TCPRetransmits != nil {
+				t.Errorf("receiver row has tcp_retransmits %d; want null", *r.TCPRetransmits)
+			}
+		case trace.RoleSender:
+			sent += r.AppBytes
+		}
+	}
+	if want := sumApp(res.Received); recv != want || want == 0 {
+		t.Errorf("traffic receiver app_bytes sum %d, receiver counted %d", recv, want)
+	}
+	if want := sumApp(res.Sent); sent != want {
+		t.Errorf("traffic sender app_bytes sum %d, sender counted %d", sent, want)
+	}
+	if sent != recv {
+		t.Errorf("sent %d != received %d", sent, recv)
+	}
+}
+
+// The receiving veth's BPF byte count is within 2% of netlink's over the
+// same intervals, and netlink saw at least the payload.
+func checkIfaces(t *testing.T, run *trace.Run) {
+	t.Helper()
+	rows, err := run.Ifaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recvIf string
+	for _, i := range run.Manifest.Interfaces {
+		if i.Role == trace.RoleReceiver {
+			recvIf = i.Name
+		}
+	}
+	var nl, bpf uint64
+	for _, r := range rows {
+		if r.Ifname != recvIf {
+			continue
+		}
+		if r.BpfRxBytes == nil {
+			t.Fatal("bpf_rx_bytes null with probes on")
+		}
+		nl += r.RxBytes
+		bpf += *r.BpfRxBytes
+	}
+	if nl == 0 {
+		t.Fatalf("no rx bytes on %s", recvIf)
+	}
+	if diff := math.Abs(float64(bpf)-float64(nl)) / float64(nl); diff > 0.02 {
+		t.Errorf("%s: bpf_rx_bytes %d vs netlink rx_bytes %d: %.2f%% apart", recvIf, bpf, nl, 100*diff)
+	}
+	t.Logf("%s: bpf_rx_bytes %d, netlink rx_bytes %d", recvIf, bpf, nl)
+}
+
+// No CPU spends more than the interval in softirq, and NET_RX ran at all.
+func checkCPUs(t *testing.T, run *trace.Run) {
+	t.Helper()
+	rows, err := run.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, r := range rows {
+		if r.NetRxSoftirqNs > uint64(r.IntervalNs) || r.NetTxSoftirqNs > uint64(r.IntervalNs) {
+			t.Errorf("cpu %d at %v: softirq rx %d / tx %d ns > interval %d ns", r.CPU, r.Time, r.NetRxSoftirqNs, r.NetTxSoftirqNs, r.IntervalNs)
+		}
+		total += r.NetRxSoftirqNs
+	}
+	if total == 0 {
+		t.Error("no NET_RX softirq time recorded")
+	}
+}
+
+// --no-bpf: the run still works from the generator and netlink; the
+// manifest says the probes were off and the bpf columns are null.
+func TestBenchNoBPF(t *testing.T) {
+	requireBench(t, false)
+	cfg := DefaultConfig()
+	cfg.Duration = time.Second
+	cfg.Interval = 250 * time.Millisecond
+	cfg.Streams = 2
+	cfg.NoBPF = true
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), cfg, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := trace.Open(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Manifest.Probes) == 0 || run.Manifest.Probes[0].Attached || !strings.Contains(run.Manifest.Probes[0].Reason, "no-bpf") {
+		t.Errorf("manifest probes %+v: want probes off with reason", run.Manifest.Probes)
+	}
+	ifs, err := run.Ifaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ifs {
+		if r.BpfRxBytes != nil {
+			t.Fatal("bpf_rx_bytes set with --no-bpf")
+		}
+	}
+	var b strings.Builder
+	if err := res.Report.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "probes off") {
+		t.Errorf("report does not say the probes were off:\n%s", b.String())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	c.Streams = 0
+	c.Interval = time.Millisecond
+	c.Port = 70000
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	for _, want := range []string{"stream", "interval", "port"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}

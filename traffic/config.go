@@ -1,0 +1,96 @@
+// Package traffic is netprof's TCP load generator (ntttcp/iperf3 class): a
+// Sender that drives N parallel streams for a fixed time and a Receiver that
+// sinks them, each counting payload bytes per stream with atomic counters that
+// can be sampled at any time. It knows nothing about network namespaces: it
+// takes a net.Listener and a DialFunc, so callers decide where sockets live.
+//
+// Wire protocol (version 1, big-endian): each connection starts with a 32-byte
+// hello from the sender (magic "NPTH", version, stream index, stream count,
+// 16-byte run id); the receiver answers with an 8-byte ack (magic "NPAK",
+// status). Payload follows until the sender half-closes; the receiver then
+// sends a 16-byte trailer (magic "NPFN", payload bytes it read), which the
+// sender checks against what it wrote. Hello, ack and trailer are not counted
+// as payload.
+package traffic
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+const (
+	// DefaultBlockSize is the usual Config.BlockSize: 128 KiB per write/read.
+	DefaultBlockSize = 128 << 10
+	// MaxBlockSize is the largest Config.BlockSize accepted (64 MiB).
+	MaxBlockSize = 64 << 20
+	// MaxStreams is the largest Config.Streams accepted.
+	MaxStreams = 4096
+	// DefaultConnectTimeout bounds each stream's TCP handshake plus hello/ack
+	// exchange when Config.ConnectTimeout is zero.
+	DefaultConnectTimeout = 5 * time.Second
+)
+
+// Config describes one run. Sender and receiver must agree on Streams.
+type Config struct {
+	// Streams is the number of parallel TCP connections, 1..MaxStreams.
+	Streams int
+	// Duration is how long the sender writes, measured from the start of
+	// Sender.Run (after all streams are connected). Must be positive for a
+	// Sender; the Receiver ignores it.
+	Duration time.Duration
+	// BlockSize is the number of bytes per write (sender) or read buffer
+	// size (receiver), 1..MaxBlockSize; DefaultBlockSize is the usual value.
+	// Zero is invalid: use WithDefaults to fill it in.
+	BlockSize int
+	// ConnectTimeout bounds each stream's connect (TCP handshake and the
+	// hello/ack exchange). Zero means DefaultConnectTimeout; negative is
+	// invalid.
+	ConnectTimeout time.Duration
+}
+
+// DefaultConfig returns one stream for 10 s with DefaultBlockSize.
+func DefaultConfig() Config {
+	return Config{Streams: 1, Duration: 10 * time.Second, BlockSize: DefaultBlockSize}
+}
+
+// WithDefaults returns c with a zero BlockSize replaced by DefaultBlockSize.
+// Other fields are left as they are (zero Streams stays invalid).
+func (c Config) WithDefaults() Config {
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	return c
+}
+
+// Validate returns nil, or an error listing every problem with c (one line
+// each). It checks what a Sender needs; a Receiver needs all of it but
+// Duration.
+func (c Config) Validate() error {
+	var errDur error
+	if c.Duration <= 0 {
+		errDur = fmt.Errorf("invalid duration %v: must be positive", c.Duration)
+	}
+	return errors.Join(c.validateCommon(), errDur)
+}
+
+func (c Config) validateCommon() error {
+	var errs []error
+	if c.Streams < 1 || c.Streams > MaxStreams {
+		errs = append(errs, fmt.Errorf("invalid stream count %d: must be 1..%d", c.Streams, MaxStreams))
+	}
+	if c.BlockSize < 1 || c.BlockSize > MaxBlockSize {
+		errs = append(errs, fmt.Errorf("invalid block size %d bytes: must be 1..%d (default %d)", c.BlockSize, MaxBlockSize, DefaultBlockSize))
+	}
+	if c.ConnectTimeout < 0 {
+		errs = append(errs, fmt.Errorf("invalid connect timeout %v: must not be negative", c.ConnectTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) connectTimeout() time.Duration {
+	if c.ConnectTimeout == 0 {
+		return DefaultConnectTimeout
+	}
+	return c.ConnectTimeout
+}

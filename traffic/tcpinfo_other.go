@@ -1,0 +1,8 @@
+//go:build !linux
+
+package traffic
+
+import "syscall"
+
+// readTCPInfo is not implemented outside Linux and returns nil.
+func readTCPInfo(syscall.RawConn) *TCPInfo { return nil }

@@ -1,0 +1,218 @@
+// Package testbed builds a throwaway two-host network: two named network
+// namespaces (visible to `ip netns`) joined by a veth pair, with addresses
+// from the benchmarking ranges 198.18.0.0/15 and 2001:2::/48 only. Tests and
+// benchmarks use it so that no traffic ever leaves namespaces they created.
+//
+// Everything here needs CAP_SYS_ADMIN and CAP_NET_ADMIN (in practice root).
+package testbed
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"sync"
+
+	"github.com/vishvananda/netns"
+)
+
+// MaxPrefixLen is the longest Options.Prefix: names are prefix + "-a"/"-b",
+// and interface names are limited to 15 bytes.
+const MaxPrefixLen = 13
+
+// Benchmarking ranges (RFC 2544, RFC 5180). Options addresses must lie inside.
+var (
+	BenchV4 = netip.MustParsePrefix("198.18.0.0/15")
+	BenchV6 = netip.MustParsePrefix("2001:2::/48")
+)
+
+// Default addresses of the two hosts.
+var (
+	DefaultAddrA = netip.MustParsePrefix("198.18.0.1/30")
+	DefaultAddrB = netip.MustParsePrefix("198.18.0.2/30")
+)
+
+// ErrClosed is returned (wrapped) by Host methods after Bed.Close.
+var ErrClosed = errors.New("test bed closed")
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_]*$`)
+
+// Options configures New. The zero value is valid.
+type Options struct {
+	// Prefix names everything New creates: namespaces and veth ends are
+	// called Prefix+"-a" and Prefix+"-b". Letters, digits and '_', at most
+	// MaxPrefixLen bytes. Default: "np" plus 8 random hex digits, so
+	// parallel runs do not collide.
+	Prefix string
+	// AddrA and AddrB are the hosts' addresses with prefix length. Both must
+	// be in the same subnet, of the same family, distinct, and inside
+	// BenchV4 or BenchV6. Default DefaultAddrA and DefaultAddrB. An IPv6
+	// address is added with IFA_F_NODAD, so it is usable at once.
+	AddrA, AddrB netip.Prefix
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Prefix == "" {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return o, fmt.Errorf("random prefix: %w", err)
+		}
+		o.Prefix = "np" + hex.EncodeToString(b[:])
+	}
+	if !o.AddrA.IsValid() && !o.AddrB.IsValid() {
+		o.AddrA, o.AddrB = DefaultAddrA, DefaultAddrB
+	}
+	return o, o.validate()
+}
+
+func (o Options) validate() error {
+	if len(o.Prefix) > MaxPrefixLen || !prefixRE.MatchString(o.Prefix) {
+		return fmt.Errorf("invalid prefix %q: want 1-%d letters, digits or '_', starting with a letter or digit", o.Prefix, MaxPrefixLen)
+	}
+	for _, p := range []struct {
+		name string
+		pfx  netip.Prefix
+	}{{"AddrA", o.AddrA}, {"AddrB", o.AddrB}} {
+		if !p.pfx.IsValid() {
+			return fmt.Errorf("%s: not set (set both or neither)", p.name)
+		}
+		a := p.pfx.Addr()
+		if a.Zone() != "" || a.Is4In6() || !(BenchV4.Contains(a) || BenchV6.Contains(a)) {
+			return fmt.Errorf("%s %s: outside the benchmarking ranges %s and %s", p.name, p.pfx, BenchV4, BenchV6)
+		}
+	}
+	if o.AddrA.Addr() == o.AddrB.Addr() {
+		return fmt.Errorf("AddrA and AddrB are the same address %s", o.AddrA.Addr())
+	}
+	if o.AddrA.Bits() != o.AddrB.Bits() || !o.AddrA.Contains(o.AddrB.Addr()) {
+		return fmt.Errorf("AddrA %s and AddrB %s are not in the same subnet", o.AddrA, o.AddrB)
+	}
+	return nil
+}
+
+// Bed is a pair of namespaces joined by a veth. Create it with New, release it
+// with Close. Methods are safe for concurrent use.
+type Bed struct {
+	mu     sync.RWMutex // held for reading while a Host uses its namespace
+	closed bool
+	a, b   *Host
+}
+
+// A returns the first host (address Options.AddrA).
+func (b *Bed) A() *Host { return b.a }
+
+// B returns the second host (address Options.AddrB).
+func (b *Bed) B() *Host { return b.b }
+
+// New creates the two named namespaces (under NetnsDir, so `ip netns exec`
+// works), a veth pair with one end in each, the addresses, and brings the
+// veth ends and lo up; it returns once both veth ends are operationally up.
+// ctx bounds that wait. On any error everything New created is removed
+// before it returns; a namespace that already existed is reported with an
+// error wrapping fs.ErrExist and left untouched. Invalid options fail before
+// anything is created.
+func New(ctx context.Context, opt Options) (*Bed, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	b := &Bed{
+		a: &Host{Name: opt.Prefix + "-a", Link: opt.Prefix + "-a", Addr: opt.AddrA.Addr(), Prefix: opt.AddrA, ns: netns.None()},
+		b: &Host{Name: opt.Prefix + "-b", Link: opt.Prefix + "-b", Addr: opt.AddrB.Addr(), Prefix: opt.AddrB, ns: netns.None()},
+	}
+	b.a.bed, b.b.bed = b, b
+	ok := false
+	defer func() {
+		if !ok {
+			_ = b.Close()
+		}
+	}()
+	if err := b.build(ctx); err != nil {
+		return nil, fmt.Errorf("testbed %s: %w", opt.Prefix, err)
+	}
+	ok = true
+	return b, nil
+}
+
+// testHook, when set (by tests), is called after each step of New; an error
+// makes New fail there.
+var testHook func(step string) error
+
+func hook(step string) error {
+	if testHook == nil {
+		return nil
+	}
+	return testHook(step)
+}
+
+func (b *Bed) build(ctx context.Context) error {
+	if err := ensureNetnsDir(); err != nil {
+		return err
+	}
+	for i, h := range []*Host{b.a, b.b} {
+		ns, err := createNamed(h.Name)
+		if err != nil {
+			return err
+		}
+		h.ns, h.created = ns, true
+		if h.inode, err = nsInode(ns); err != nil {
+			return err
+		}
+		if err := hook([]string{"netns-a", "netns-b"}[i]); err != nil {
+			return err
+		}
+	}
+	if err := b.addVeth(); err != nil {
+		return err
+	}
+	if err := hook("veth"); err != nil {
+		return err
+	}
+	for _, h := range []*Host{b.a, b.b} {
+		if err := h.configure(); err != nil {
+			return err
+		}
+	}
+	if err := hook("configured"); err != nil {
+		return err
+	}
+	for _, h := range []*Host{b.a, b.b} {
+		if err := h.waitUp(ctx); err != nil {
+			return err
+		}
+	}
+	return hook("up")
+}
+
+// Close deletes both namespaces, which destroys the veth pair with them.
+// Sockets still open inside a namespace keep the kernel object alive (but
+// unnamed) until they are closed, so close listeners and connections first.
+// Close is idempotent: later calls return nil. It waits for Host.Do calls in
+// flight to return.
+func (b *Bed) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	var errs []error
+	for _, h := range []*Host{b.a, b.b} {
+		if h.ns.IsOpen() {
+			_ = h.ns.Close()
+			h.ns = netns.None()
+		}
+		if h.created {
+			if err := deleteNamed(h.Name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("testbed close: %w", err)
+	}
+	return nil
+}
