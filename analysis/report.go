@@ -23,8 +23,9 @@ type CPUShare struct {
 	Intervals int
 }
 
-// RTTSummary summarises TCP RTT over the run from the flows table (srtt
-// samples taken at the tcp_probe tracepoint). It is an APPROXIMATION built
+// RTTSummary summarises TCP RTT over the run from the flows table (raw RTT
+// samples, tp->rack.rtt_us, taken at the tcp_probe tracepoint when an ACK
+// acknowledges new data). It is an APPROXIMATION built
 // from per-interval summaries, not from the raw samples: each flows row with
 // rtt_samples > 0 contributes its rtt_p50_us and rtt_p99_us weighted by its
 // rtt_samples. It covers every flows row with samples, not only the

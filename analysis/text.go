@@ -182,7 +182,7 @@ func (r *Report) writeCPUs(p *printer) {
 // writeRTT writes the RTT summary.
 func (r *Report) writeRTT(p *printer) {
 	p.line("")
-	p.line("TCP RTT (flows, tcp_probe srtt, whole run, µs; approximated from per-interval p50/p99 weighted by samples)")
+	p.line("TCP RTT (flows.rtt_*: raw RTT samples at tcp_probe, whole run, µs; p50/p99 approximated from per-interval p50/p99 weighted by samples)")
 	if r.RTT == nil {
 		p.line("  %s", na(r.reason(figRTT, "no RTT samples")))
 		return

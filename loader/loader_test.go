@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
@@ -118,4 +117,3 @@ func TestTracepointExists(t *testing.T) {
 		t.Fatalf("err = %v, want os.ErrNotExist", err)
 	}
 }
-

@@ -48,7 +48,7 @@ func printReport(c *cli.Context, rep *analysis.Report) error {
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(rep.JSON())
 	}
 	return rep.WriteText(c.App.Writer)
 }

@@ -43,7 +43,9 @@ func (h *Host) NetnsInode() uint64 { return h.inode }
 // like); goroutines fn starts are not in the namespace. The thread is moved
 // back afterwards, or discarded if that fails. A panic in fn is re-raised.
 // Do returns fn's error, an error if the switch failed, or one wrapping
-// ErrClosed after Close. Close waits for Do calls in flight.
+// ErrClosed after Close. Close waits for Do calls in flight, so fn must not
+// call Close, nor Do or another Host method (they may deadlock against a
+// waiting Close).
 func (h *Host) Do(fn func() error) error {
 	h.bed.mu.RLock()
 	defer h.bed.mu.RUnlock()

@@ -1,0 +1,47 @@
+package analysis
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The JSON report carries the same figures as the Report, in decimal Gbit/s
+// with units in keys, and null (not 0) for what was not measured.
+func TestJSONReport(t *testing.T) {
+	r := newFixture(true).build(t)
+	b, err := json.Marshal(r.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	app := m["throughput"].(map[string]any)["application"].(map[string]any)
+	if got := app["peak_gbit_per_s"].(float64); !approxEq(got, 9.6) {
+		t.Errorf("peak_gbit_per_s = %v, want 9.6", got)
+	}
+	if got := app["steady_state_gbit_per_s"].(float64); !approxEq(got, 8.8) {
+		t.Errorf("steady_state_gbit_per_s = %v, want 8.8", got)
+	}
+	rtt := m["rtt"].(map[string]any)
+	if rtt["p50_us"].(float64) != 60 || rtt["p99_us"].(float64) != 1000 {
+		t.Errorf("rtt = %v", rtt)
+	}
+	re := m["retransmits"].(map[string]any)
+	if re["sender_tcp_info_segments"].(float64) != 12 || re["receiver_segments"] != nil {
+		t.Errorf("retransmits = %v: want sender 12, receiver null", re)
+	}
+
+	f := newFixture(false)
+	f.cpus, f.flows = nil, nil
+	off := f.build(t).JSON()
+	b, _ = json.Marshal(off)
+	s := string(b)
+	for _, want := range []string{`"interface_bpf_rx":null`, `"rtt":null`, `"busiest_cpu":null`, `"cpus":[]`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("probes-off JSON lacks %s: %s", want, s)
+		}
+	}
+}
