@@ -61,12 +61,19 @@ func newApp(log *slog.Logger) *cli.App {
 		Version: version,
 		Description: "All rates are decimal Gbit/s (10^9 bit/s). Flags go before positional arguments.\n" +
 			"Every flag can also be set from the environment as NETPROF_<FLAG> (e.g. NETPROF_STREAMS=8).",
-		Commands: []*cli.Command{
-			benchCommand(log),
-			analyzeCommand(),
-		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		Commands:     withUsageErrors(benchCommand(log), analyzeCommand()),
+		OnUsageError: onUsageError,
 		// Errors are printed once, by run.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+
+// withUsageErrors makes flag-parsing errors of every command exit 2.
+func withUsageErrors(cmds ...*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		c.OnUsageError = onUsageError
+	}
+	return cmds
 }
