@@ -1,43 +1,17 @@
 package trace_test
 
 import (
-	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/internal/leakcheck"
 	"github.com/netprof/netprof/trace"
 )
 
-// TestMain fails the package if a test leaks file descriptors.
-func TestMain(m *testing.M) {
-	warmUpFDs()
-	before := countFDs()
-	code := m.Run()
-	if after := countFDs(); code == 0 && after > before {
-		fmt.Fprintf(os.Stderr, "fd leak: %d open before tests, %d after\n", before, after)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-// warmUpFDs opens and closes a file so the runtime's poller descriptors
-// exist before the baseline count.
-func warmUpFDs() {
-	if f, err := os.Open(os.Args[0]); err == nil {
-		f.Close()
-	}
-}
-
-func countFDs() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return 0
-	}
-	return len(ents)
-}
+// TestMain fails the package if a test leaks file descriptors or goroutines.
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // zone is a non-UTC location: written times in it must come back in UTC.
 var zone = time.FixedZone("UTC+1", 3600)
