@@ -1,67 +1,152 @@
 package analysis
 
 import (
+	"math"
 	"time"
 )
 
 // JSONReport is the machine-readable report (`--json`): every number is a
 // number, every key names its unit (_gbit_per_s decimal 10^9 bit/s, _us,
-// _pct, _bytes, _segments), and a figure that could not be computed is
-// null with its reason in notes.
+// _pct, _bytes, _segments, _ns), and a figure that could not be computed
+// is null with its reason in notes or the verdicts.
 type JSONReport struct {
-	RunDir      string          `json:"run_dir"`
-	Status      string          `json:"status"`
-	RunStart    time.Time       `json:"run_start"`
-	RunEnd      time.Time       `json:"run_end"`
-	Throughput  JSONThroughput  `json:"throughput"`
-	CPUWindow   string          `json:"cpu_window"`
-	CPUs        []JSONCPU       `json:"cpus"`
-	BusiestCPU  *int            `json:"busiest_cpu"`
-	RTT         *JSONRTT        `json:"rtt"`
-	Retransmits JSONRetransmits `json:"retransmits"`
-	Notes       []string        `json:"notes"`
+	RunDir         string          `json:"run_dir"`
+	Status         string          `json:"status"`
+	RunStart       time.Time       `json:"run_start"`
+	RunEnd         time.Time       `json:"run_end"`
+	RatedGbps      *float64        `json:"rated_link_speed_gbit_per_s"`
+	RatedSource    string          `json:"rated_link_speed_source,omitempty"`
+	Throughput     JSONThroughput  `json:"throughput"`
+	CPUWindow      string          `json:"cpu_window"`
+	CPUs           []JSONCPU       `json:"cpus"`
+	BusiestCPU     *int            `json:"busiest_cpu"`
+	BusiestMedian  *float64        `json:"busiest_cpu_per_interval_median_pct"`
+	RTT            *JSONRTT        `json:"rtt"`
+	Peers          []JSONPeer      `json:"peers"`
+	Flows          []JSONFlow      `json:"flows"`
+	BDP            JSONBDP         `json:"bdp"`
+	Retransmits    JSONRetransmits `json:"retransmits"`
+	Verdicts       []JSONVerdict   `json:"verdicts"`
+	FiredVerdicts  []string        `json:"fired_verdicts"`
+	Notes          []string        `json:"notes"`
+	PrimaryCounter string          `json:"primary_counter"`
 }
 
-// JSONThroughput holds the three counters' windows; nil when not measured.
+// JSONThroughput holds both directions.
 type JSONThroughput struct {
-	// Application is traffic.app_bytes of AppRole rows (payload).
-	Application *JSONWindows `json:"application"`
-	AppRole     string       `json:"application_role"`
-	// InterfaceNetlink is ifaces.rx_bytes (netlink stats64, incl. L2
-	// headers) of Interface; InterfaceBPF is ifaces.bpf_rx_bytes.
+	Rx JSONDirection `json:"rx"`
+	Tx JSONDirection `json:"tx"`
+}
+
+// JSONDirection is one direction's counters; nil when not measured.
+type JSONDirection struct {
 	Interface        string       `json:"interface"`
-	InterfaceNetlink *JSONWindows `json:"interface_netlink_rx"`
-	InterfaceBPF     *JSONWindows `json:"interface_bpf_rx"`
+	MTU              int          `json:"mtu_bytes"`
+	Application      *JSONWindows `json:"application"`
+	InterfaceNetlink *JSONWindows `json:"interface_netlink"`
+	InterfaceBPF     *JSONWindows `json:"interface_bpf"`
+	WireEstimate     *JSONWindows `json:"wire_estimate"`
+	Gap              *JSONGap     `json:"application_vs_wire"`
+}
+
+// JSONGap is HeaderGap with units in keys.
+type JSONGap struct {
+	AppBytes    uint64   `json:"application_bytes"`
+	WireBytes   uint64   `json:"wire_bytes"`
+	Pct         float64  `json:"gap_pct"`
+	MTU         int      `json:"mtu_bytes"`
+	MSS         int      `json:"mss_bytes"`
+	ExpectedPct *float64 `json:"expected_gap_pct"`
 }
 
 // JSONWindows is Windows in decimal Gbit/s.
 type JSONWindows struct {
+	Source          string     `json:"source"`
 	PeakGbps        float64    `json:"peak_gbit_per_s"`
 	PeakAt          *time.Time `json:"peak_interval_end"`
 	SteadyGbps      float64    `json:"steady_state_gbit_per_s"`
 	SteadyApprox    bool       `json:"steady_state_approximate"`
+	SteadyStart     *time.Time `json:"steady_state_start"`
+	SteadyEnd       *time.Time `json:"steady_state_end"`
+	SteadyIntervals int        `json:"steady_state_intervals"`
+	SteadyCVPct     float64    `json:"steady_state_cv_pct"`
 	WholeRunGbps    float64    `json:"whole_run_gbit_per_s"`
+	P50Gbps         float64    `json:"interval_p50_gbit_per_s"`
+	P95Gbps         float64    `json:"interval_p95_gbit_per_s"`
 	ActiveStart     *time.Time `json:"active_window_start"`
 	ActiveEnd       *time.Time `json:"active_window_end"`
+	ActiveSeconds   float64    `json:"active_window_s"`
 	ActiveIntervals int        `json:"active_window_intervals"`
 	TotalBytes      uint64     `json:"total_bytes"`
 	Intervals       int        `json:"intervals"`
 }
 
-// JSONCPU is one CPU's NET_RX softirq share in percent of CPU time.
+// JSONCPU is one CPU's softirq load over the CPU window.
 type JSONCPU struct {
-	CPU            int     `json:"cpu"`
-	NetRxSharePct  float64 `json:"net_rx_softirq_pct"`
-	MaxIntervalPct float64 `json:"net_rx_softirq_max_interval_pct"`
+	CPU               int      `json:"cpu"`
+	NetRxSharePct     float64  `json:"net_rx_softirq_pct"`
+	NetTxSharePct     float64  `json:"net_tx_softirq_pct"`
+	MaxIntervalPct    float64  `json:"net_rx_softirq_max_interval_pct"`
+	RxPackets         uint64   `json:"rx_packets"`
+	PacketCostNs      *float64 `json:"net_rx_ns_per_packet"`
+	NapiPolls         uint64   `json:"napi_polls"`
+	NapiExhausted     uint64   `json:"napi_budget_exhausted"`
+	NapiExhaustedPct  *float64 `json:"napi_budget_exhausted_pct"`
+	BusiestIntervals  int      `json:"busiest_intervals"`
+	IntervalsInWindow int      `json:"intervals"`
 }
 
 // JSONRTT is RTTSummary with units in keys.
 type JSONRTT struct {
-	P50Us   uint32 `json:"p50_us"`
-	P99Us   uint32 `json:"p99_us"`
-	MinUs   uint32 `json:"min_us"`
-	MaxUs   uint32 `json:"max_us"`
-	Samples uint64 `json:"samples"`
+	P50Us       uint32 `json:"p50_us"`
+	P99Us       uint32 `json:"p99_us"`
+	MinUs       uint32 `json:"min_us"`
+	MaxUs       uint32 `json:"max_us"`
+	KernelMinUs uint32 `json:"kernel_min_rtt_us"`
+	Samples     uint64 `json:"samples"`
+}
+
+// JSONPeer is one remote address.
+type JSONPeer struct {
+	Peer    string   `json:"peer"`
+	Flows   int      `json:"flows"`
+	TxBytes uint64   `json:"tx_bytes"`
+	RxBytes uint64   `json:"rx_bytes"`
+	RTT     *JSONRTT `json:"rtt"`
+}
+
+// JSONFlow is one flow.
+type JSONFlow struct {
+	Src            string   `json:"src"`
+	Dst            string   `json:"dst"`
+	Netns          uint64   `json:"netns"`
+	Proto          uint8    `json:"proto"`
+	Generator      bool     `json:"generator"`
+	Sending        bool     `json:"sending"`
+	TxBytes        uint64   `json:"tx_bytes"`
+	RxBytes        uint64   `json:"rx_bytes"`
+	Retransmits    uint64   `json:"retransmits_segments"`
+	SteadyGbps     float64  `json:"steady_state_gbit_per_s"`
+	WindowGbps     *float64 `json:"window_limited_gbit_per_s"`
+	WindowBytes    *float64 `json:"window_bytes"`
+	CwndSegments   uint32   `json:"snd_cwnd_segments"`
+	MSSBytes       uint32   `json:"mss_bytes"`
+	SrttUs         uint32   `json:"srtt_us"`
+	RTT            *JSONRTT `json:"rtt"`
+	WindowRatioPct *float64 `json:"rate_of_window_pct"`
+}
+
+// JSONBDP is BDP with units in keys.
+type JSONBDP struct {
+	RateGbps        float64  `json:"steady_state_gbit_per_s"`
+	MinRTTUs        uint32   `json:"min_rtt_us"`
+	Bytes           float64  `json:"bdp_bytes"`
+	TargetGbps      *float64 `json:"target_gbit_per_s"`
+	TargetBytes     *float64 `json:"target_bdp_bytes"`
+	PerStreamGbps   *float64 `json:"per_stream_window_limited_gbit_per_s"`
+	PerStreamWindow *float64 `json:"per_stream_window_bytes"`
+	Streams         *int     `json:"streams_needed"`
+	Missing         string   `json:"streams_needed_missing,omitempty"`
 }
 
 // JSONRetransmits are TCP segments retransmitted over the run.
@@ -69,46 +154,32 @@ type JSONRetransmits struct {
 	SenderTCPInfo *uint64 `json:"sender_tcp_info_segments"`
 	BPF           *uint64 `json:"bpf_tcp_retransmit_skb_segments"`
 	// Receiver is always null: retransmits are counted on the sender.
-	Receiver *uint64 `json:"receiver_segments"`
+	Receiver     *uint64  `json:"receiver_segments"`
+	Source       string   `json:"source"`
+	PerGB        *float64 `json:"per_gb_sent"`
+	SegmentsSent *uint64  `json:"segments_sent"`
+	SharePct     *float64 `json:"share_of_segments_sent_pct"`
+	FirstHalf    uint64   `json:"first_half_segments"`
+	SecondHalf   uint64   `json:"second_half_segments"`
+	FirstPerGB   *float64 `json:"first_half_per_gb_sent"`
+	SecondPerGB  *float64 `json:"second_half_per_gb_sent"`
 }
 
-// JSON returns the report in its machine-readable form.
-func (r *Report) JSON() JSONReport {
-	out := JSONReport{
-		RunDir: r.Dir, Status: r.Manifest.Status, RunStart: r.RunStart, RunEnd: r.RunEnd,
-		Throughput: JSONThroughput{
-			Application: jsonWindows(r.App), AppRole: r.AppRole, Interface: r.IfaceName,
-			InterfaceNetlink: jsonWindows(r.Iface), InterfaceBPF: jsonWindows(r.BpfIface),
-		},
-		CPUWindow:   r.CPUWindow,
-		CPUs:        []JSONCPU{},
-		Retransmits: JSONRetransmits{SenderTCPInfo: r.SenderRetransmits, BPF: r.FlowRetransmits},
-		Notes:       append([]string{}, r.Notes...),
-	}
-	for _, c := range r.CPUs {
-		out.CPUs = append(out.CPUs, JSONCPU{CPU: c.CPU, NetRxSharePct: 100 * c.Share, MaxIntervalPct: 100 * c.MaxShare})
-	}
-	if r.BusiestCPU >= 0 && len(r.CPUs) > 0 {
-		b := r.BusiestCPU
-		out.BusiestCPU = &b
-	}
-	if t := r.RTT; t != nil {
-		out.RTT = &JSONRTT{P50Us: t.P50Us, P99Us: t.P99Us, MinUs: t.MinUs, MaxUs: t.MaxUs, Samples: t.Samples}
-	}
-	return out
+// JSONVerdict is one rule's outcome.
+type JSONVerdict struct {
+	Rule       string   `json:"rule"`
+	Status     string   `json:"status"`
+	Summary    string   `json:"summary"`
+	Evidence   []string `json:"evidence"`
+	Thresholds []string `json:"thresholds"`
 }
 
-func jsonWindows(w *Windows) *JSONWindows {
-	if w == nil {
+// optF returns &v, or nil for NaN, Inf or (when zeroNil) 0.
+func optF(v float64, zeroNil bool) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) || (zeroNil && v == 0) {
 		return nil
 	}
-	return &JSONWindows{
-		PeakGbps: w.PeakBps / 1e9, PeakAt: optTime(w.PeakAt),
-		SteadyGbps: w.SteadyBps / 1e9, SteadyApprox: w.SteadyApprox,
-		WholeRunGbps: w.WholeRunBps / 1e9,
-		ActiveStart:  optTime(w.ActiveStart), ActiveEnd: optTime(w.ActiveEnd),
-		ActiveIntervals: w.ActiveIntervals, TotalBytes: w.TotalBytes, Intervals: w.Intervals,
-	}
+	return &v
 }
 
 func optTime(t time.Time) *time.Time {

@@ -18,7 +18,7 @@ func TestJSONReport(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	app := m["throughput"].(map[string]any)["application"].(map[string]any)
+	app := m["throughput"].(map[string]any)["rx"].(map[string]any)["application"].(map[string]any)
 	if got := app["peak_gbit_per_s"].(float64); !approxEq(got, 9.6) {
 		t.Errorf("peak_gbit_per_s = %v, want 9.6", got)
 	}
@@ -39,7 +39,7 @@ func TestJSONReport(t *testing.T) {
 	off := f.build(t).JSON()
 	b, _ = json.Marshal(off)
 	s := string(b)
-	for _, want := range []string{`"interface_bpf_rx":null`, `"rtt":null`, `"busiest_cpu":null`, `"cpus":[]`} {
+	for _, want := range []string{`"interface_bpf":null`, `"rtt":null`, `"busiest_cpu":null`, `"cpus":[]`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("probes-off JSON lacks %s: %s", want, s)
 		}

@@ -1,56 +1,78 @@
 package analysis
 
 import (
-	"errors"
-	"fmt"
-	"os"
+	"sync/atomic"
 
 	"github.com/netprof/netprof/trace"
 )
 
-// FromRun reads the ifaces, cpus, flows and traffic tables of run and calls
-// Build; the report's Dir is run.Dir. A missing table file reads as an empty
-// table and adds a note (its figures print "n/a"); any other read error is
-// returned, wrapped with the table's name.
-func FromRun(run *trace.Run) (*Report, error) {
-	var missing []string
-	ifaces, err := readTable(run.Ifaces, trace.IfacesFile, &missing)
-	if err != nil {
-		return nil, err
+// FromRun analyses run with default Options; see Analyze.
+func FromRun(run *trace.Run) (*Report, error) { return Analyze(run, Options{}) }
+
+// Analyze streams the tables of run (trace.Scan, row group by row group)
+// into a Report; memory grows with flows, CPUs and intervals, not rows.
+// The flows table is decoded and aggregated concurrently. The report's Dir
+// is run.Dir. A missing table file reads as an empty table and adds a note
+// (its figures print "n/a"); any other read error is returned, wrapped
+// with the table's name.
+func Analyze(run *trace.Run, opts Options) (*Report, error) {
+	src := sources{
+		ifaces:  runSource[trace.IfaceRow](run, trace.IfacesFile),
+		cpus:    runSource[trace.CPURow](run, trace.CPUsFile),
+		flows:   pipelined(runSource[trace.FlowRow](run, trace.FlowsFile)),
+		traffic: runSource[trace.TrafficRow](run, trace.TrafficFile),
+		blob:    runSource[BlobRow](run, trace.TrafficFile),
 	}
-	cpus, err := readTable(run.CPUs, trace.CPUsFile, &missing)
-	if err != nil {
-		return nil, err
-	}
-	flows, err := readTable(run.Flows, trace.FlowsFile, &missing)
-	if err != nil {
-		return nil, err
-	}
-	traffic, err := readTable(run.Traffic, trace.TrafficFile, &missing)
-	if err != nil {
-		return nil, err
-	}
-	r, err := Build(run.Manifest, ifaces, cpus, flows, traffic)
+	r, err := build(run.Manifest, src, opts)
 	if err != nil {
 		return nil, err
 	}
 	r.Dir = run.Dir
-	for _, f := range missing {
-		r.note(f + " missing from the run directory: read as empty")
-	}
 	return r, nil
 }
 
-// readTable calls read; a missing file gives no rows and is appended to
-// missing.
-func readTable[T any](read func() ([]T, error), file string, missing *[]string) ([]T, error) {
-	rows, err := read()
-	if errors.Is(err, os.ErrNotExist) {
-		*missing = append(*missing, file)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("analyze %s: %w", file, err)
-	}
-	return rows, nil
+// runSource scans one table file of run.
+func runSource[T any](run *trace.Run, file string) source[T] {
+	return func(fn func([]T) error) error { return trace.Scan(run, file, fn) }
 }
+
+// pipelined runs src's decoding in its own goroutine and fn in the
+// caller's, so decoding and aggregation overlap. fn's first error stops
+// the feeding and is returned.
+func pipelined[T any](src source[T]) source[T] {
+	return func(fn func([]T) error) error {
+		ch := make(chan []T, 8)
+		var failed atomic.Bool
+		done := make(chan error, 1)
+		go func() {
+			err := src(func(batch []T) error {
+				if failed.Load() {
+					return errStopped
+				}
+				ch <- batch
+				return nil
+			})
+			close(ch)
+			done <- err
+		}()
+		var fnErr error
+		for batch := range ch {
+			if fnErr == nil {
+				if fnErr = fn(batch); fnErr != nil {
+					failed.Store(true)
+				}
+			}
+		}
+		if err := <-done; fnErr == nil && err != nil {
+			return err
+		}
+		return fnErr
+	}
+}
+
+// errStopped ends a pipelined scan whose consumer failed.
+var errStopped = stoppedError{}
+
+type stoppedError struct{}
+
+func (stoppedError) Error() string { return "scan stopped: consumer failed" }

@@ -62,21 +62,23 @@ func TestFromRunRoundTrip(t *testing.T) {
 		t.Errorf("Dir = %q, want %q", got.Dir, dir)
 	}
 	for name, pair := range map[string][2]any{
-		"App":               {got.App, want.App},
-		"Iface":             {got.Iface, want.Iface},
-		"BpfIface":          {got.BpfIface, want.BpfIface},
+		"Rx":                {got.Rx, want.Rx},
+		"Tx":                {got.Tx, want.Tx},
 		"CPUs":              {got.CPUs, want.CPUs},
+		"Flows":             {got.Flows, want.Flows},
+		"Peers":             {got.Peers, want.Peers},
+		"Verdicts":          {got.Verdicts, want.Verdicts},
+		"Retx":              {got.Retx, want.Retx},
 		"RTT":               {got.RTT, want.RTT},
 		"SenderRetransmits": {got.SenderRetransmits, want.SenderRetransmits},
 		"FlowRetransmits":   {got.FlowRetransmits, want.FlowRetransmits},
-		"IfaceName":         {got.IfaceName, want.IfaceName},
 		"Notes":             {got.Notes, want.Notes},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("%s from the run directory = %+v, in memory %+v", name, pair[0], pair[1])
 		}
 	}
-	checkF(t, "App.SteadyBps", got.App.SteadyBps, 8.8e9)
+	checkF(t, "App.SteadyBps", got.Primary.W.SteadyBps, 8.8e9)
 }
 
 func TestFromRunMissingTable(t *testing.T) {
@@ -92,7 +94,7 @@ func TestFromRunMissingTable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FromRun: %v", err)
 	}
-	if r.CPUs != nil || r.App == nil || !hasNote(r, "cpus.parquet missing") {
-		t.Errorf("missing cpus.parquet: CPUs %v, App %v, notes %q", r.CPUs, r.App, r.Notes)
+	if r.CPUs != nil || r.Primary == nil || !hasNote(r, "cpus.parquet missing") {
+		t.Errorf("missing cpus.parquet: CPUs %v, Primary %v, notes %q", r.CPUs, r.Primary, r.Notes)
 	}
 }

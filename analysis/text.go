@@ -7,36 +7,41 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/netprof/netprof/trace"
 )
 
 // timeLayout prints UTC times to the millisecond.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// FormatGbps formats a rate in bit/s as decimal Gbit/s (10^9 bit/s) with two
-// decimals, without the unit: 183.6e9 → "183.60".
-func FormatGbps(bps float64) string { return fmt.Sprintf("%.2f", bps/1e9) }
+// TextFlows is the most flows the text report lists (all are in JSON).
+const TextFlows = 10
 
 // WriteText writes the report as aligned text (text/tabwriter). Every figure
 // names its window, counter and unit; missing figures print
-// "n/a (reason)", never 0. It returns the first write error.
+// "n/a (reason)", never 0. Rates are in r.Units (decimal Gbit/s by
+// default); ANSI bold is used only when r.Color is set. It returns the
+// first write error.
 func (r *Report) WriteText(w io.Writer) error {
-	p := &printer{w: w}
+	p := &printer{w: w, color: r.Color}
 	r.writeHeader(p)
-	r.writeThroughput(p)
-	r.writeActive(p)
+	r.writeVerdictSummary(p)
+	r.writeDirection(p, &r.Rx, "receiving")
+	r.writeDirection(p, &r.Tx, "sending")
 	r.writeCPUs(p)
 	r.writeRTT(p)
+	r.writePeers(p)
+	r.writeFlows(p)
+	r.writeBDP(p)
 	r.writeRetransmits(p)
+	r.writeVerdicts(p)
 	r.writeNotes(p)
 	return p.err
 }
 
 // printer writes lines and tables, keeping the first error.
 type printer struct {
-	w   io.Writer
-	err error
+	w     io.Writer
+	err   error
+	color bool
 }
 
 // line writes one formatted line.
@@ -59,27 +64,42 @@ func (p *printer) table(rows [][]string) {
 	}
 }
 
-// na formats a missing figure.
-func na(reason string) string { return "n/a (" + reason + ")" }
-
-// reason returns why figure key is missing, or def.
-func (r *Report) reason(key, def string) string {
-	if s := r.reasons[key]; s != "" {
+// bold wraps s in ANSI bold when colour is on.
+func (p *printer) bold(s string) string {
+	if !p.color {
 		return s
 	}
-	return def
+	return "\x1b[1m" + s + "\x1b[0m"
 }
+
+// na formats a missing figure.
+func na(reason string) string { return "n/a (" + reason + ")" }
 
 // writeHeader writes the run's identity.
 func (r *Report) writeHeader(p *printer) {
 	m := r.Manifest
+	rated := na("unknown: give --link-speed")
+	if r.RatedBps > 0 {
+		rated = fmtRate(r.Units, r.RatedBps) + " (" + r.RatedSource + ")"
+	}
 	p.line("netprof report")
 	p.table([][]string{
 		{"run directory", orDash(r.Dir)},
 		{"host", fmt.Sprintf("%s (kernel %s, %d CPUs)", orDash(m.Host), orDash(m.Kernel), m.CPUCount)},
 		{"run", r.runSpan()},
 		{"recorded by", fmt.Sprintf("netprof %s, trace schema v%d", orDash(m.ToolVersion), m.SchemaVersion)},
+		{"config", configLine(m.Config)},
+		{"rated link speed", rated},
 	})
+}
+
+// configLine formats the manifest's streams and block size.
+func configLine(c map[string]any) string {
+	s, b := ConfigInt(c, "streams"), ConfigInt(c, "block_size")
+	if s == 0 && b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("streams %s, block size %s", intOrDash(s), bytesOrDash(b))
 }
 
 // runSpan formats the run's start, end, length and status.
@@ -92,127 +112,78 @@ func (r *Report) runSpan() string {
 		r.RunEnd.Sub(r.RunStart).Seconds(), st)
 }
 
-// writeThroughput writes the peak / steady state / whole run table.
-func (r *Report) writeThroughput(p *printer) {
-	role := r.AppRole
-	if role == "" {
-		role = trace.RoleReceiver
-	}
-	name := r.IfaceName
-	if name == "" {
-		name = "receiving interface"
+// writeDirection writes one direction's throughput tables, active window
+// and header gap.
+func (r *Report) writeDirection(p *printer, d *Direction, role string) {
+	iface := d.Iface
+	if iface == "" {
+		iface = na("no ifaces rows")
 	}
 	p.line("")
-	p.table([][]string{
-		{"throughput (Gbit/s = 10^9 bit/s)", "peak", "steady state", "whole run"},
-		windowsRow("application ("+role+" payload)", r.App, r.reason(figApp, "no traffic rows")),
-		windowsRow("interface rx (netlink, "+name+", incl. L2 headers)", r.Iface, r.reason(figIface, "no ifaces rows")),
-		windowsRow("interface rx (bpf, "+name+")", r.BpfIface, r.reason(figBpf, "bpf_rx_bytes null: probes off")),
-	})
-	p.line("  counters: application = traffic.app_bytes; netlink = ifaces.rx_bytes (stats64);")
-	p.line("  bpf = ifaces.bpf_rx_bytes (netif_receive_skb)")
-	p.line("  peak = best single interval; steady state = median interval of the active window")
-	p.line("  without its first and last interval; whole run = total bytes x 8 / (run end - run start)")
-}
-
-// windowsRow formats one throughput row.
-func windowsRow(label string, w *Windows, why string) []string {
-	if w == nil {
-		return []string{label, na(why)}
-	}
-	if w.Intervals == 0 {
-		return []string{label, na("no intervals with interval_ns > 0")}
-	}
-	steady := na("no active window: no bytes counted")
-	if w.HasActive() {
-		steady = FormatGbps(w.SteadyBps)
-		if w.SteadyApprox {
-			steady += " (approx.)"
-		}
-	}
-	return []string{label, FormatGbps(w.PeakBps), steady, FormatGbps(w.WholeRunBps)}
-}
-
-// writeActive writes the application's active window.
-func (r *Report) writeActive(p *printer) {
-	p.line("")
-	role := r.AppRole
-	if role == "" {
-		role = trace.RoleReceiver
-	}
-	p.line("active window (application %s payload, intervals >= %.0f%% of peak rate)", role, ActiveThreshold*100)
-	switch {
-	case r.App == nil:
-		p.line("  %s", na(r.reason(figApp, "no traffic rows")))
-	case !r.App.HasActive():
-		p.line("  %s", na("no interval moved any bytes"))
-	default:
-		w := r.App
-		p.table([][]string{
-			{"  start", fmtTime(w.ActiveStart)},
-			{"  end", fmtTime(w.ActiveEnd)},
-			{"  length", fmt.Sprintf("%.3f s (%d intervals)", w.ActiveLength().Seconds(), w.ActiveIntervals)},
-			{"  peak at", "interval ending " + fmtTime(w.PeakAt)},
-		})
-	}
-}
-
-// writeCPUs writes the per-CPU NET_RX softirq shares.
-func (r *Report) writeCPUs(p *printer) {
-	p.line("")
-	p.line("NET_RX softirq share of CPU time (cpus.net_rx_softirq_ns / interval_ns, %%), window: %s",
-		orDash(r.CPUWindow))
-	if len(r.CPUs) == 0 {
-		p.line("  %s", na(r.reason(figCPU, "no cpus rows: probes off")))
-		return
-	}
-	rows := [][]string{{"  cpu", r.CPUWindow + " %", "max interval %"}}
-	for _, c := range r.CPUs {
-		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU),
-			fmt.Sprintf("%.1f", c.Share*100), fmt.Sprintf("%.1f", c.MaxShare*100)})
+	head := fmt.Sprintf("throughput %s, %s interface %s (%s)", d.Name, role, iface, r.Units.RateUnitLong())
+	rows := [][]string{{head, "peak", "steady state", "whole run", "p50", "p95"}}
+	for _, rt := range d.Rates {
+		rows = append(rows, rateRow(r.Units.FormatRate, rt))
 	}
 	p.table(rows)
-	for _, c := range r.CPUs {
-		if c.CPU == r.BusiestCPU {
-			p.line("  busiest CPU: %d (%.1f%% of the %s in NET_RX softirq)", c.CPU, c.Share*100, r.CPUWindow)
+	if r.Units == Binary {
+		rows = [][]string{{fmt.Sprintf("throughput %s in GiB/s (2^30 byte/s)", d.Name), "peak", "steady state", "whole run", "p50", "p95"}}
+		for _, rt := range d.Rates {
+			rows = append(rows, rateRow(func(bps float64) string { return fmt.Sprintf("%.2f", bps/8/(1<<30)) }, rt))
 		}
+		p.table(rows)
+	}
+	r.writeActive(p, d)
+	if g := d.Gap; g != nil {
+		p.line("  application vs wire: %s", gapLine(g))
 	}
 }
 
-// writeRTT writes the RTT summary.
-func (r *Report) writeRTT(p *printer) {
-	p.line("")
-	p.line("TCP RTT (flows.rtt_*: raw RTT samples at tcp_probe, whole run, µs; p50/p99 approximated from per-interval p50/p99 weighted by samples)")
-	if r.RTT == nil {
-		p.line("  %s", na(r.reason(figRTT, "no RTT samples")))
+// rateRow formats one throughput row with f.
+func rateRow(f func(float64) string, rt Rate) []string {
+	w := rt.W
+	switch {
+	case w == nil:
+		return []string{rt.Label, na(rt.Missing)}
+	case w.Intervals == 0:
+		return []string{rt.Label, na("no intervals with interval_ns > 0")}
+	case !w.HasActive():
+		return []string{rt.Label, f(w.PeakBps), na("no bytes counted"), f(w.WholeRunBps)}
+	}
+	steady := f(w.SteadyBps)
+	if w.SteadyApprox {
+		steady += " (approx.)"
+	}
+	return []string{rt.Label, f(w.PeakBps), steady, f(w.WholeRunBps), f(w.P50Bps), f(w.P95Bps)}
+}
+
+// writeActive writes the direction's active window (of its first
+// measured counter) and the windows' definitions.
+func (r *Report) writeActive(p *printer, d *Direction) {
+	for _, rt := range d.Rates {
+		w := rt.W
+		if w == nil || !w.HasActive() {
+			continue
+		}
+		p.line("  active window (%s, intervals >= %.0f%% of peak): %s to %s, length %.3f s (%d intervals); peak in the interval ending %s",
+			rt.Label, ActiveThreshold*100, fmtTime(w.ActiveStart), fmtTime(w.ActiveEnd), w.ActiveLength().Seconds(),
+			w.ActiveIntervals, fmtTime(w.PeakAt))
+		p.line("  steady state = median interval of the active window without its first and last (%s to %s, %d intervals, CV %s);",
+			fmtTime(w.SteadyStart), fmtTime(w.SteadyEnd), w.SteadyIntervals, pct(w.SteadyCV))
+		p.line("  whole run = total bytes x 8 / (run end - run start); p50/p95 = of the active window's interval rates")
 		return
 	}
-	t := r.RTT
-	p.table([][]string{
-		{"  p50", fmt.Sprintf("%d µs", t.P50Us)},
-		{"  p99", fmt.Sprintf("%d µs", t.P99Us)},
-		{"  min", fmt.Sprintf("%d µs", t.MinUs)},
-		{"  samples", fmt.Sprintf("%d (in %d flow-intervals)", t.Samples, t.Rows)},
-	})
 }
 
-// writeRetransmits writes sender, BPF and receiver retransmits.
-func (r *Report) writeRetransmits(p *printer) {
-	p.line("")
-	p.line("retransmits (whole run, TCP segments)")
-	p.table([][]string{
-		{"  sender (traffic.tcp_retransmits, TCP_INFO)", optCount(r.SenderRetransmits, r.reason(figSndRetx, "not recorded"))},
-		{"  all flows (flows.retransmits, BPF tcp_retransmit_skb)", optCount(r.FlowRetransmits, r.reason(figFlowRetx, "probes off"))},
-		{"  receiver", na("counted on the sender")},
-	})
-}
-
-// optCount formats an optional counter.
-func optCount(v *uint64, why string) string {
-	if v == nil {
-		return na(why)
+// gapLine explains the application-vs-wire gap.
+func gapLine(g *HeaderGap) string {
+	s := fmt.Sprintf("%.2f%% of wire bytes are not payload (whole run: %d B payload, %d B wire estimate)",
+		g.Pct, g.AppBytes, g.WireBytes)
+	if g.ExpectedPct == 0 {
+		return s + "; cause: L2-L4 headers per segment (MTU or MSS unknown, expectation not computed)"
 	}
-	return fmt.Sprintf("%d", *v)
+	return s + fmt.Sprintf("; cause: headers at MTU %d / MSS %d: %d B IP+TCP + %d B Ethernet + %d B preamble/SFD/FCS/gap per full segment = %.2f%% expected",
+		g.MTU, g.MSS, g.MTU-g.MSS, EthernetHeaderBytes, EthernetOverheadBytes, g.ExpectedPct)
 }
 
 // writeNotes writes the caveats, if any.

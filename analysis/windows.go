@@ -1,15 +1,21 @@
-// Package analysis turns a netprof trace into figures: throughput windows
-// (peak, steady state, whole run), NET_RX softirq shares per CPU, RTT and
-// retransmit summaries, and a text report.
+// Package analysis turns a netprof trace into figures and verdicts:
+// throughput windows (peak, active window, steady state, whole run) per
+// direction and counter (application, interface, BPF, on-the-wire
+// estimate), per-CPU softirq load, RTT per flow and peer, BDP, retransmits,
+// and rule-based verdicts (softirq-bound, wire-bound, rate-limited path,
+// window-limited, storage-throttled, hairpin, sender-limited) with their
+// evidence. Reports are text, JSON, and (package analysis/htmlreport) HTML.
 //
-// The core works on row slices ([Build], [ComputeWindows]) and does no I/O;
-// [FromRun] is the thin layer that reads a run directory's tables.
+// The core accumulates rows batch by batch and does no I/O ([BuildTables],
+// [ComputeWindows]); [Analyze] streams a run directory's tables through
+// trace.Scan so memory stays bounded by flows, CPUs and intervals, not rows.
 //
 // All rates are bit/s (float64); reports print them in decimal Gbit/s
-// (10^9 bit/s), never binary units.
+// (10^9 bit/s) unless binary units are asked for, never mixed in a table.
 package analysis
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -67,6 +73,19 @@ type Windows struct {
 	// the two middle rates.
 	SteadyBps    float64
 	SteadyApprox bool
+	// SteadyStart and SteadyEnd bound the steady-state intervals (the
+	// active window without its first and last interval; the whole active
+	// window when SteadyApprox). SteadyIntervals is their number and
+	// SteadyCV the coefficient of variation (population standard deviation
+	// / mean) of their rates: 0.02 means the rate varied by about 2%.
+	SteadyStart, SteadyEnd time.Time
+	SteadyIntervals        int
+	SteadyCV               float64
+
+	// P50Bps and P95Bps are the 50th and 95th percentiles (linear
+	// interpolation between ranks) of the active window's interval rates,
+	// bit/s.
+	P50Bps, P95Bps float64
 
 	// WholeRunBps is TotalBytes*8 / (runEnd − runStart) in bit/s, with the
 	// run start and end given to ComputeWindows (not the intervals' span).
@@ -116,8 +135,61 @@ func ComputeWindows(points []Point, runStart, runEnd time.Time) Windows {
 	}
 	w.ActiveStart, w.ActiveEnd = pts[first].Start(), pts[last].End
 	w.ActiveIntervals = last - first + 1
-	w.SteadyBps, w.SteadyApprox = steady(rates[first : last+1])
+	active := rates[first : last+1]
+	w.SteadyBps, w.SteadyApprox = steady(active)
+	w.P50Bps, w.P95Bps = Percentile(active, 0.50), Percentile(active, 0.95)
+	lo, hi := first, last
+	if !w.SteadyApprox {
+		lo, hi = first+1, last-1
+	}
+	w.SteadyStart, w.SteadyEnd = pts[lo].Start(), pts[hi].End
+	w.SteadyIntervals = hi - lo + 1
+	w.SteadyCV = cv(rates[lo : hi+1])
 	return w
+}
+
+// InSteady reports whether the interval ending at end (of intervalNs) has
+// its midpoint inside the steady-state intervals.
+func (w Windows) InSteady(end time.Time, intervalNs int64) bool {
+	return w.SteadyIntervals > 0 && inWindow(end, intervalNs, w.SteadyStart, w.SteadyEnd)
+}
+
+// Percentile returns the q-quantile (0..1) of xs with linear interpolation
+// between the closest ranks (so q=0.5 is the median); 0 for no values. xs
+// is not modified.
+func Percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	pos := q * float64(len(s)-1)
+	i := int(math.Floor(pos))
+	if i >= len(s)-1 {
+		return s[len(s)-1]
+	}
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+}
+
+// cv returns the population standard deviation of xs over their mean; 0
+// for fewer than two values or a zero mean.
+func cv(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / float64(len(xs))
+	if mean == 0 {
+		return 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(ss/float64(len(xs))) / mean
 }
 
 // validPoints returns the points with IntervalNs > 0, sorted by End.

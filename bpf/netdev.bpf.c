@@ -65,67 +65,93 @@ static __always_inline struct np_cpu_val *cpu_val(void)
 	return bpf_map_lookup_elem(&np_nd_cpus, &zero);
 }
 
-static __always_inline void parse_l4(struct pkt *p, const unsigned char *l4)
+/* Headers as read in one go from the network header: IPv4 (without
+ * options) or IPv6, then the first 14 bytes of a TCP or UDP header (ports
+ * and the TCP data offset). */
+struct hdrs {
+	union {
+		struct {
+			struct iphdr ip;
+			__u8 l4[14];
+		} v4;
+		struct {
+			struct ipv6hdr ip6;
+			__u8 l4[14];
+		} v6;
+	};
+};
+
+/* parse_l4 fills the ports and adds the L4 header length from the first
+ * 14 bytes of a TCP or UDP header. */
+static __always_inline void parse_l4(struct pkt *p, const __u8 *l4)
 {
-	__u16 ports[2] = {};
 	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)
 		return;
-	bpf_probe_read_kernel(ports, sizeof(ports), l4);
-	p->sport = bpf_ntohs(ports[0]);
-	p->dport = bpf_ntohs(ports[1]);
-	if (p->proto == IPPROTO_TCP) {
-		__u8 doff = 0;
-		bpf_probe_read_kernel(&doff, 1, l4 + 12);
-		p->hdr_len += (doff >> 4) * 4;
-	} else {
+	p->sport = ((__u16)l4[0] << 8) | l4[1];
+	p->dport = ((__u16)l4[2] << 8) | l4[3];
+	if (p->proto == IPPROTO_TCP)
+		p->hdr_len += (l4[12] >> 4) * 4;
+	else
 		p->hdr_len += 8;
-	}
 }
 
 /* parse_ip fills family, addresses, protocol and ports from the network
- * header at nh. Returns false for anything but IPv4/IPv6. */
+ * header at nh with one bpf_probe_read_kernel (a second one only for IPv4
+ * options). Returns false for anything but IPv4/IPv6. */
 static __always_inline bool parse_ip(struct pkt *p, __u16 protocol, const unsigned char *nh)
 {
+	struct hdrs h;
+
 	if (protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-		if (bpf_probe_read_kernel(&ip, sizeof(ip), nh))
+		if (bpf_probe_read_kernel(&h.v4, sizeof(h.v4), nh))
 			return false;
 		p->family = 4;
-		p->proto = ip.protocol;
-		__builtin_memcpy(p->saddr, &ip.saddr, 4);
-		__builtin_memcpy(p->daddr, &ip.daddr, 4);
-		p->hdr_len += ip.ihl * 4;
-		parse_l4(p, nh + ip.ihl * 4);
+		p->proto = h.v4.ip.protocol;
+		__builtin_memcpy(p->saddr, &h.v4.ip.saddr, 4);
+		__builtin_memcpy(p->daddr, &h.v4.ip.daddr, 4);
+		p->hdr_len += h.v4.ip.ihl * 4;
+		if (h.v4.ip.ihl != 5 &&
+		    bpf_probe_read_kernel(h.v4.l4, sizeof(h.v4.l4), nh + h.v4.ip.ihl * 4))
+			return true;
+		parse_l4(p, h.v4.l4);
 		return true;
 	}
 	if (protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), nh))
+		if (bpf_probe_read_kernel(&h.v6, sizeof(h.v6), nh))
 			return false;
 		p->family = 6;
-		p->proto = ip6.nexthdr; /* extension headers are not walked */
-		__builtin_memcpy(p->saddr, &ip6.saddr, 16);
-		__builtin_memcpy(p->daddr, &ip6.daddr, 16);
-		p->hdr_len += sizeof(ip6);
-		parse_l4(p, nh + sizeof(ip6));
+		p->proto = h.v6.ip6.nexthdr; /* extension headers are not walked */
+		__builtin_memcpy(p->saddr, &h.v6.ip6.saddr, 16);
+		__builtin_memcpy(p->daddr, &h.v6.ip6.daddr, 16);
+		p->hdr_len += sizeof(h.v6.ip6);
+		parse_l4(p, h.v6.l4);
 		return true;
 	}
 	return false;
 }
 
-/* gso_segments returns how many wire segments the skb stands for. */
-static __always_inline __u32 gso_segments(struct sk_buff *skb, __u32 len, __u32 hdr_len)
+/* gso_segments returns how many wire segments the skb stands for, from
+ * skb_shinfo(skb) at head + end (end is an offset on 64-bit kernels). One
+ * read covers gso_size and gso_segs where they are adjacent, as they have
+ * always been (the CO-RE offsets are constants, so the other branch is
+ * removed at load time). */
+static __always_inline __u32 gso_segments(const unsigned char *head, __u32 end, __u32 len, __u32 hdr_len)
 {
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	__u32 end = BPF_CORE_READ(skb, end); /* offset from head on 64-bit */
-	struct skb_shared_info *shinfo = (void *)(head + end);
-	__u16 segs = BPF_CORE_READ(shinfo, gso_segs);
-	__u16 size = BPF_CORE_READ(shinfo, gso_size);
+	const unsigned char *shinfo = head + end;
+	__u32 size_off = bpf_core_field_offset(struct skb_shared_info, gso_size);
+	__u32 segs_off = bpf_core_field_offset(struct skb_shared_info, gso_segs);
+	__u16 g[2] = {};
 
-	if (segs > 0)
-		return segs;
-	if (size > 0 && len > hdr_len)
-		return (len - hdr_len + size - 1) / size;
+	if (segs_off == size_off + 2) {
+		bpf_probe_read_kernel(g, sizeof(g), shinfo + size_off);
+	} else {
+		bpf_probe_read_kernel(&g[0], 2, shinfo + size_off);
+		bpf_probe_read_kernel(&g[1], 2, shinfo + segs_off);
+	}
+	if (g[1] > 0)
+		return g[1];
+	if (g[0] > 0 && len > hdr_len)
+		return (len - hdr_len + g[0] - 1) / g[0];
 	return 1;
 }
 
@@ -147,11 +173,15 @@ static __always_inline void count_iface(__u64 netns, __u32 ifindex, bool rx, __u
 	struct np_iface_val *v = bpf_map_lookup_elem(&np_nd_ifaces, &k);
 	if (!v) {
 		struct np_iface_val zero = {};
-		if (bpf_map_update_elem(&np_nd_ifaces, &k, &zero, BPF_NOEXIST) && cv)
-			cv->iface_update_fail++;
+		/* Another CPU may insert the key first (-EEXIST): not a
+		 * failure. Only an skb that finds no entry at all is lost. */
+		bpf_map_update_elem(&np_nd_ifaces, &k, &zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&np_nd_ifaces, &k);
-		if (!v)
+		if (!v) {
+			if (cv)
+				cv->iface_update_fail++;
 			return;
+		}
 	}
 	add_dir(rx ? &v->rx : &v->tx, len, p);
 }
@@ -177,24 +207,30 @@ static __always_inline void count_flow(__u64 netns, __u32 ifindex, bool rx, __u3
 	struct np_flow_val *v = bpf_map_lookup_elem(&np_nd_flows, &k);
 	if (!v) {
 		struct np_flow_val zero = {};
-		if (bpf_map_update_elem(&np_nd_flows, &k, &zero, BPF_NOEXIST) && cv)
-			cv->flow_update_fail++;
+		bpf_map_update_elem(&np_nd_flows, &k, &zero, BPF_NOEXIST); /* as count_iface */
 		v = bpf_map_lookup_elem(&np_nd_flows, &k);
-		if (!v)
+		if (!v) {
+			if (cv)
+				cv->flow_update_fail++;
 			return;
+		}
 	}
 	add_dir(rx ? &v->rx : &v->tx, len, p);
 }
 
+/* count_skb reads the skb and device fields directly: tp_btf arguments
+ * are BTF pointers, so these are single PROBE_MEM loads (CO-RE relocated),
+ * not bpf_probe_read_kernel calls. Only packet bytes and skb_shinfo, which
+ * have no BTF type here, go through the helper. */
 static __always_inline void count_skb(struct sk_buff *skb, bool rx)
 {
-	struct net_device *dev = BPF_CORE_READ(skb, dev);
-	__u64 netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
-	__u32 ifindex = BPF_CORE_READ(dev, ifindex);
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	__u16 mac = BPF_CORE_READ(skb, mac_header);
-	__u16 protocol = BPF_CORE_READ(skb, protocol);
-	__u32 len = BPF_CORE_READ(skb, len);
+	struct net_device *dev = skb->dev;
+	__u64 netns = dev->nd_net.net->ns.inum;
+	__u32 ifindex = dev->ifindex;
+	unsigned char *head = skb->head;
+	__u16 mac = skb->mac_header;
+	__u16 protocol = skb->protocol;
+	__u32 len = skb->len;
 	unsigned char *nh;
 	struct pkt p = {};
 	bool ip;
@@ -202,19 +238,19 @@ static __always_inline void count_skb(struct sk_buff *skb, bool rx)
 	if (rx) {
 		/* At netif_receive_skb the MAC header has been pulled (data is
 		 * the network header) but network_header is not reset yet. */
-		nh = BPF_CORE_READ(skb, data);
+		nh = skb->data;
 		if (mac != MAC_HEADER_UNSET && nh > head + mac)
 			p.l2_len = nh - (head + mac);
 		len += p.l2_len;
 	} else {
 		/* On transmit data is the MAC header and len includes it. */
-		nh = head + BPF_CORE_READ(skb, network_header);
+		nh = head + skb->network_header;
 		if (mac != MAC_HEADER_UNSET && nh > head + mac)
 			p.l2_len = nh - (head + mac);
 	}
 	p.hdr_len = p.l2_len;
 	ip = parse_ip(&p, protocol, nh);
-	p.segs = gso_segments(skb, len, p.hdr_len);
+	p.segs = gso_segments(head, skb->end, len, p.hdr_len);
 
 	struct np_cpu_val *cv = cpu_val();
 	if (rx && cv) {

@@ -84,7 +84,7 @@ struct np_softirq_val {
 struct np_tcp_val {
 	__u64 rtt_samples;
 	__u64 rtt_sum_us;
-	__u64 retrans_segs;  /* segments retransmitted (err == 0) */
+	__u64 retrans_segs;  /* tcp_skb_pcount of retransmitted skbs (err == 0) */
 	__u64 retrans_fail;  /* retransmit attempts that failed (err != 0) */
 	__u32 rtt_min_us;    /* lifetime minimum of samples on this CPU */
 	__u32 rtt_max_us;
@@ -92,6 +92,10 @@ struct np_tcp_val {
 	__u32 snd_cwnd;      /* last snd_cwnd, segments */
 	__u32 min_rtt_us;    /* last tp->rtt_min (kernel's windowed min) */
 	__u32 mss;           /* last tp->mss_cache */
+	/* Largest tp->total_retrans seen (segments retransmitted over the
+	 * socket's life, the counter TCP_INFO and TcpRetransSegs agree with). */
+	__u32 total_retrans;
+	__u32 pad;
 	__u64 last_ns;       /* bpf_ktime_get_ns() of the last update */
 	__u32 rtt_hist[NP_RTT_BUCKETS];
 };

@@ -10,9 +10,12 @@
  * processed), plus the last srtt, snd_cwnd, mss and the kernel's windowed
  * minimum RTT (tp->rtt_min).
  *
- * tcp:tcp_retransmit_skb (tp_btf) counts retransmitted segments
- * (tcp_skb_pcount of the skb: one call can cover several segments) and,
- * separately, failed attempts. This program reads the tracepoint's third
+ * tcp:tcp_retransmit_skb (tp_btf) counts failed retransmit attempts and
+ * records tp->total_retrans, the socket's own count of retransmitted
+ * segments (also read at every tcp_probe). Summing tcp_skb_pcount of the
+ * traced skbs instead came out 0.2-0.75% below TcpRetransSegs on a lossy
+ * HTB path: a few retransmits grow total_retrans by more than the traced
+ * skb's pcount (the skb is collapsed or split around the event). This program reads the tracepoint's third
  * argument (err), present on recent kernels (6.18 here); where the
  * tracepoint has two arguments it fails to load and is reported as such. */
 #include "vmlinux.h"
@@ -126,6 +129,15 @@ static __always_inline struct np_tcp_val *sock_val(const struct sock *sk)
 	return bpf_map_lookup_elem(&np_tcp_socks, &k);
 }
 
+/* note_total_retrans keeps the largest tp->total_retrans seen: the counter
+ * only grows, and per-CPU copies are merged by taking the maximum. */
+static __always_inline void note_total_retrans(struct np_tcp_val *v, const struct tcp_sock *tp)
+{
+	__u32 tr = BPF_CORE_READ(tp, total_retrans);
+	if (tr > v->total_retrans)
+		v->total_retrans = tr;
+}
+
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 {
@@ -157,6 +169,7 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	v->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
 	v->mss = BPF_CORE_READ(tp, mss_cache);
 	v->min_rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
+	note_total_retrans(v, tp);
 	v->last_ns = bpf_ktime_get_ns();
 	return 0;
 }
@@ -172,10 +185,12 @@ int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, i
 		return 0;
 	if (err) {
 		v->retrans_fail++;
+		note_total_retrans(v, (const struct tcp_sock *)sk);
 		return 0;
 	}
 	bpf_core_read(&segs, sizeof(segs), &cb->tcp_gso_segs);
 	v->retrans_segs += segs ? segs : 1;
+	note_total_retrans(v, (const struct tcp_sock *)sk);
 	v->last_ns = bpf_ktime_get_ns();
 	return 0;
 }

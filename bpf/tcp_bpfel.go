@@ -28,19 +28,21 @@ type TcpNpFlowKey struct {
 }
 
 type TcpNpTcpVal struct {
-	_           structs.HostLayout
-	RttSamples  uint64
-	RttSumUs    uint64
-	RetransSegs uint64
-	RetransFail uint64
-	RttMinUs    uint32
-	RttMaxUs    uint32
-	SrttUs      uint32
-	SndCwnd     uint32
-	MinRttUs    uint32
-	Mss         uint32
-	LastNs      uint64
-	RttHist     [304]uint32
+	_            structs.HostLayout
+	RttSamples   uint64
+	RttSumUs     uint64
+	RetransSegs  uint64
+	RetransFail  uint64
+	RttMinUs     uint32
+	RttMaxUs     uint32
+	SrttUs       uint32
+	SndCwnd      uint32
+	MinRttUs     uint32
+	Mss          uint32
+	TotalRetrans uint32
+	Pad          uint32
+	LastNs       uint64
+	RttHist      [304]uint32
 }
 
 // Names of all BPF objects in the ELF.

@@ -33,7 +33,8 @@ type Recorder struct {
 	Log        *slog.Logger
 	// MinFinal is the shortest final partial interval: when the run stops
 	// sooner after the last tick, the recorder waits until it has passed
-	// (default 10 ms).
+	// (default half the Period: a sliver of an interval gives a rate too
+	// noisy to stand as a peak).
 	MinFinal time.Duration
 
 	started time.Time
@@ -68,7 +69,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	minFinal := r.MinFinal
 	if minFinal == 0 {
-		minFinal = 10 * time.Millisecond
+		minFinal = r.Period / 2
 	}
 	last := r.started
 	t := time.NewTicker(r.Period)
@@ -77,8 +78,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			// The final partial interval is always recorded so no count is
-			// lost; one shorter than MinFinal is first stretched to it, as
-			// a sliver of an interval gives a meaningless rate.
+			// lost; one shorter than MinFinal is first stretched to it.
 			if d := minFinal - time.Since(last); d > 0 {
 				time.Sleep(d)
 			}
@@ -130,6 +130,9 @@ func Stamp(iv *trace.Interval, end time.Time, ns int64) {
 	}
 	for i := range iv.Probes {
 		iv.Probes[i].Time, iv.Probes[i].IntervalNs = end, ns
+	}
+	for i := range iv.Sockets {
+		iv.Sockets[i].Time, iv.Sockets[i].IntervalNs = end, ns
 	}
 }
 

@@ -52,6 +52,11 @@ func (r *Run) Traffic() ([]TrafficRow, error) { return readAll[TrafficRow](r, Tr
 // Probes returns every row of probes.parquet, in written order.
 func (r *Run) Probes() ([]ProbeRow, error) { return readAll[ProbeRow](r, ProbesFile) }
 
+// Sockets returns every row of sockets.parquet, in written order. A run
+// recorded before the table existed has no such file: the error then wraps
+// os.ErrNotExist.
+func (r *Run) Sockets() ([]SocketRow, error) { return readAll[SocketRow](r, SocketsFile) }
+
 func readAll[T any](r *Run, file string) ([]T, error) {
 	var all []T
 	err := Scan(r, file, func(rows []T) error {

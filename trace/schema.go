@@ -28,6 +28,8 @@ const (
 	FlowsFile    = "flows.parquet"
 	TrafficFile  = "traffic.parquet"
 	ProbesFile   = "probes.parquet"
+	// SocketsFile holds TCP connection events (SocketRow, sockets.go).
+	SocketsFile = "sockets.parquet"
 )
 
 // IfaceRow is one interface × interval.
@@ -166,6 +168,40 @@ type TrafficRow struct {
 	TCPRttUs *uint32 `parquet:"tcp_rtt_us,optional"`
 	// TCPCwnd is tcpi_snd_cwnd (segments) at the interval end.
 	TCPCwnd *uint32 `parquet:"tcp_cwnd,optional"`
+
+	// Blob columns: set on rows of `netprof blob` runs (one row per blob
+	// target × interval; Role "receiver" for pull, "sender" for push;
+	// RemoteAddr is the storage endpoint host:port) and null on TCP
+	// generator rows. They count HTTP attempts as the azblob pipeline saw
+	// them, inside its retry loop: every retry is one more request.
+	// Requests = HTTP2xx + HTTP503 + HTTP500 + HTTPOtherErrors.
+
+	// Requests is the number of HTTP attempts sent in the interval.
+	Requests *uint64 `parquet:"requests,optional"`
+	// HTTP2xx counts attempts answered with a 2xx status.
+	HTTP2xx *uint64 `parquet:"http_2xx,optional"`
+	// HTTP503 counts attempts answered 503 (ServerBusy: throttling).
+	HTTP503 *uint64 `parquet:"http_503,optional"`
+	// HTTP500 counts attempts answered 500 (e.g. OperationTimedOut).
+	HTTP500 *uint64 `parquet:"http_500,optional"`
+	// HTTPOtherErrors counts attempts with any other status, or with no
+	// response at all (connection refused or reset, timeout).
+	HTTPOtherErrors *uint64 `parquet:"http_other_errors,optional"`
+	// Retries counts attempts that repeated an earlier one (the retry
+	// policy's second and later tries).
+	Retries *uint64 `parquet:"retries,optional"`
+	// RequestLatencyP50Us and RequestLatencyP99Us summarise, in µs, the
+	// time from sending an attempt to receiving its response headers
+	// (time to first byte), over the attempts of the interval that got a
+	// response; null when none did. Resolution is 1/16 of a power of two
+	// (about 6%).
+	RequestLatencyP50Us *uint64 `parquet:"request_latency_p50_us,optional"`
+	RequestLatencyP99Us *uint64 `parquet:"request_latency_p99_us,optional"`
+	// HTTP503ErrorCodes lists the x-ms-error-code values of the
+	// interval's 503 responses with their counts, sorted by code:
+	// "ServerBusy=12" or "OperationTimedOut=1;ServerBusy=3" ("-" for a
+	// 503 without the header); null when there was no 503.
+	HTTP503ErrorCodes *string `parquet:"http_503_error_codes,optional"`
 }
 
 // ProbeRow is one BPF program × interval, from the kernel's BPF runtime

@@ -39,6 +39,7 @@ type Interval struct {
 	Flows   []FlowRow
 	Traffic []TrafficRow
 	Probes  []ProbeRow
+	Sockets []SocketRow
 }
 
 // Option configures a Writer.
@@ -75,11 +76,12 @@ type Writer struct {
 	flows   *table[FlowRow]
 	traffic *table[TrafficRow]
 	probes  *table[ProbeRow]
+	sockets *table[SocketRow]
 }
 
 // Create creates the run directory dir (and its parents) and starts a run.
 // It writes manifest.json at once with SchemaVersion set, End zero and
-// Status StatusRecording, and creates all five table files, which exist
+// Status StatusRecording, and creates all six table files, which exist
 // (possibly with zero rows) once Close has returned.
 //
 // Create returns an error wrapping os.ErrExist if dir already holds
@@ -118,7 +120,7 @@ func Create(dir string, m Manifest, opts ...Option) (*Writer, error) {
 	return w, nil
 }
 
-// openTables creates the five table files, appending each path it created
+// openTables creates the six table files, appending each path it created
 // to created (for removal if Create fails).
 func (w *Writer) openTables(created *[]string) error {
 	var err error
@@ -134,7 +136,10 @@ func (w *Writer) openTables(created *[]string) error {
 	if w.traffic, err = newTable[TrafficRow](w.dir, TrafficFile, created); err != nil {
 		return err
 	}
-	w.probes, err = newTable[ProbeRow](w.dir, ProbesFile, created)
+	if w.probes, err = newTable[ProbeRow](w.dir, ProbesFile, created); err != nil {
+		return err
+	}
+	w.sockets, err = newTable[SocketRow](w.dir, SocketsFile, created)
 	return err
 }
 
@@ -174,7 +179,10 @@ func (w *Writer) writeRows(iv Interval) error {
 	if err := w.traffic.write(iv.Traffic); err != nil {
 		return err
 	}
-	return w.probes.write(iv.Probes)
+	if err := w.probes.write(iv.Probes); err != nil {
+		return err
+	}
+	return w.sockets.write(iv.Sockets)
 }
 
 // Flush writes the buffered intervals as one row group per table now,
@@ -192,7 +200,7 @@ func (w *Writer) Flush() error {
 func (w *Writer) flushLocked() error {
 	w.pending = 0
 	return errors.Join(w.ifaces.flush(), w.cpus.flush(), w.flows.flush(),
-		w.traffic.flush(), w.probes.flush())
+		w.traffic.flush(), w.probes.flush(), w.sockets.flush())
 }
 
 // Manifest returns a copy of the manifest as it stands (End zero and Status
@@ -260,7 +268,7 @@ func (w *Writer) Close(end time.Time, status string) error {
 // closeTables closes every table that was opened (nil ones are skipped).
 func (w *Writer) closeTables() error {
 	return errors.Join(w.ifaces.close(), w.cpus.close(), w.flows.close(),
-		w.traffic.close(), w.probes.close())
+		w.traffic.close(), w.probes.close(), w.sockets.close())
 }
 
 // table is one Parquet file being written.

@@ -5,12 +5,18 @@
 // takes a net.Listener and a DialFunc, so callers decide where sockets live.
 //
 // Wire protocol (version 1, big-endian): each connection starts with a 32-byte
-// hello from the sender (magic "NPTH", version, stream index, stream count,
-// 16-byte run id); the receiver answers with an 8-byte ack (magic "NPAK",
-// status). Payload follows until the sender half-closes; the receiver then
+// hello from the dialing end (magic "NPTH", version, flags, stream index,
+// stream count, 16-byte run id); the accepting end answers with an 8-byte ack
+// (magic "NPAK", status). Flag bit 0 (reverse) says the dialing end receives
+// and the accepting end sends (iperf3 -R); without it the dialing end sends.
+// Payload follows until the sending end half-closes; the receiving end then
 // sends a 16-byte trailer (magic "NPFN", payload bytes it read), which the
-// sender checks against what it wrote. Hello, ack and trailer are not counted
-// as payload.
+// sending end checks against what it wrote. Hello, ack and trailer are not
+// counted as payload.
+//
+// NewSender and NewReceiver dial and accept by themselves (forward only);
+// DialStreams and AcceptStreams establish every stream of either direction
+// first, for NewSenderConns and NewReceiverConns to run on.
 package traffic
 
 import (

@@ -20,6 +20,14 @@ const (
 	trailerLen = 16
 )
 
+// hello flags.
+const (
+	// flagReverse: the dialing end receives and the accepting end sends.
+	flagReverse uint16 = 1 << 0
+
+	knownFlags = flagReverse
+)
+
 // ack status codes.
 const (
 	ackOK uint32 = iota
@@ -28,6 +36,8 @@ const (
 	ackStreamCount
 	ackDuplicate
 	ackOtherRun
+	ackDirection
+	ackBadFlags
 )
 
 var ackText = map[uint32]string{
@@ -37,6 +47,8 @@ var ackText = map[uint32]string{
 	ackStreamCount: "stream count differs from the receiver's",
 	ackDuplicate:   "stream index already connected",
 	ackOtherRun:    "receiver is serving another run",
+	ackDirection:   "direction (send or reverse) differs from the peer's",
+	ackBadFlags:    "unknown flags in hello",
 }
 
 // errNotNetprof marks a peer that does not speak this protocol.
@@ -44,6 +56,7 @@ var errNotNetprof = errors.New("peer does not speak the netprof traffic protocol
 
 type hello struct {
 	version uint16
+	flags   uint16
 	stream  uint32
 	streams uint32
 	runID   [16]byte
@@ -53,7 +66,7 @@ func (h hello) marshal() [helloLen]byte {
 	var b [helloLen]byte
 	binary.BigEndian.PutUint32(b[0:], magicHello)
 	binary.BigEndian.PutUint16(b[4:], h.version)
-	// b[6:8]: flags, zero in version 1
+	binary.BigEndian.PutUint16(b[6:], h.flags)
 	binary.BigEndian.PutUint32(b[8:], h.stream)
 	binary.BigEndian.PutUint32(b[12:], h.streams)
 	copy(b[16:], h.runID[:])
@@ -70,6 +83,7 @@ func readHello(r io.Reader) (hello, error) {
 	}
 	h := hello{
 		version: binary.BigEndian.Uint16(b[4:]),
+		flags:   binary.BigEndian.Uint16(b[6:]),
 		stream:  binary.BigEndian.Uint32(b[8:]),
 		streams: binary.BigEndian.Uint32(b[12:]),
 	}
@@ -103,7 +117,7 @@ func readAck(r io.Reader) error {
 	if !ok {
 		text = fmt.Sprintf("status %d", st)
 	}
-	return fmt.Errorf("receiver refused the stream: %s", text)
+	return fmt.Errorf("peer refused the stream: %s", text)
 }
 
 func writeTrailer(w io.Writer, n uint64) error {

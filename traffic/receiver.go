@@ -35,6 +35,7 @@ type Receiver struct {
 	rejected   int
 	lastReject error
 	finished   chan struct{} // closed when every stream ended
+	pre        []net.Conn    // NewReceiverConns: stream i's connection; ln is nil
 }
 
 type recvStream struct {
@@ -70,27 +71,42 @@ func (r *Receiver) Serve(ctx context.Context) error {
 		return errors.New("receiver: serve called twice")
 	}
 	if err := r.cfg.validateCommon(); err != nil {
-		_ = r.ln.Close()
+		r.closeInputs()
 		return fmt.Errorf("receiver: %w", err)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := r.ln.Accept()
-			if err != nil {
-				cancel(fmt.Errorf("accept: %w", err))
-				return
-			}
+	if r.ln == nil { // NewReceiverConns: every stream is already here
+		for i, c := range r.pre {
 			if !r.track(c) {
-				_ = c.Close() // Serve is stopping
-				continue      // until Accept fails on the closed listener
+				_ = c.Close()
+				continue
 			}
-			wg.Go(func() { r.handle(c) })
+			st := r.slots[i].Load()
+			wg.Go(func() {
+				defer r.release(c)
+				r.serveStream(st, c)
+			})
 		}
-	})
+		r.pre = nil
+	} else {
+		wg.Go(func() {
+			for {
+				c, err := r.ln.Accept()
+				if err != nil {
+					cancel(fmt.Errorf("accept: %w", err))
+					return
+				}
+				if !r.track(c) {
+					_ = c.Close() // Serve is stopping
+					continue      // until Accept fails on the closed listener
+				}
+				wg.Go(func() { r.handle(c) })
+			}
+		})
+	}
 
 	var stopped error // why Serve stopped before every stream ended
 	select {
@@ -117,10 +133,24 @@ func (r *Receiver) Serve(ctx context.Context) error {
 	return nil
 }
 
+// closeInputs closes the listener, or the given connections of a Receiver
+// made by NewReceiverConns that never served them.
+func (r *Receiver) closeInputs() {
+	if r.ln != nil {
+		_ = r.ln.Close()
+	}
+	for _, c := range r.pre {
+		_ = c.Close()
+	}
+	r.pre = nil
+}
+
 // shutdown closes the listener and every accepted connection, and makes
 // track refuse new ones.
 func (r *Receiver) shutdown() {
-	_ = r.ln.Close()
+	if r.ln != nil {
+		_ = r.ln.Close()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for c := range r.conns {
@@ -159,11 +189,14 @@ func (r *Receiver) unfinished() []int {
 	return out
 }
 
+// release untracks and closes c.
+func (r *Receiver) release(c net.Conn) {
+	r.untrack(c)
+	_ = c.Close()
+}
+
 func (r *Receiver) handle(c net.Conn) {
-	defer func() {
-		r.untrack(c)
-		_ = c.Close()
-	}()
+	defer r.release(c)
 	st, err := r.handshake(c)
 	if err != nil {
 		if !errors.Is(err, errNotNetprof) && !errors.Is(err, errRefused) {
@@ -173,7 +206,12 @@ func (r *Receiver) handle(c net.Conn) {
 		}
 		return
 	}
-	err = r.receive(st, c)
+	r.serveStream(st, c)
+}
+
+// serveStream receives one stream to its end and records how it ended.
+func (r *Receiver) serveStream(st *recvStream, c net.Conn) {
+	err := r.receive(st, c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -239,6 +277,10 @@ func (r *Receiver) check(h hello) uint32 {
 	switch {
 	case h.version != protoVersion:
 		return ackBadVersion
+	case h.flags&^knownFlags != 0:
+		return ackBadFlags
+	case h.flags&flagReverse != 0:
+		return ackDirection
 	case int(h.streams) != r.cfg.Streams:
 		return ackStreamCount
 	case int(h.stream) >= r.cfg.Streams:

@@ -99,7 +99,27 @@ func (s *Sender) connectLocked(ctx context.Context) error {
 }
 
 func (s *Sender) connectOne(ctx context.Context, h hello) (*sendStream, error) {
-	timeout := s.cfg.connectTimeout()
+	conn, err := dialHello(ctx, s.dial, s.addr, h, s.cfg.connectTimeout())
+	if err != nil {
+		return nil, err
+	}
+	return newSendStream(int(h.stream), conn), nil
+}
+
+func newSendStream(idx int, conn net.Conn) *sendStream {
+	return &sendStream{
+		idx:    idx,
+		conn:   conn,
+		raw:    rawConn(conn),
+		local:  conn.LocalAddr().String(),
+		remote: conn.RemoteAddr().String(),
+	}
+}
+
+// dialHello dials addr and exchanges hello and ack, all within timeout (and
+// ctx). Errors start with "stream N: <step>:"; a step that timed out says
+// "no answer within <timeout>".
+func dialHello(ctx context.Context, dial DialFunc, addr string, h hello, timeout time.Duration) (net.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fail := func(step string, err error) error {
@@ -110,7 +130,7 @@ func (s *Sender) connectOne(ctx context.Context, h hello) (*sendStream, error) {
 		}
 		return fmt.Errorf("stream %d: %s: %w", h.stream, step, err)
 	}
-	conn, err := s.dial(cctx, "tcp", s.addr)
+	conn, err := dial(cctx, "tcp", addr)
 	if err != nil {
 		return nil, fail("dial", err)
 	}
@@ -131,13 +151,7 @@ func (s *Sender) connectOne(ctx context.Context, h hello) (*sendStream, error) {
 		_ = conn.Close()
 		return nil, fail("clear deadline", err)
 	}
-	return &sendStream{
-		idx:    int(h.stream),
-		conn:   conn,
-		raw:    rawConn(conn),
-		local:  conn.LocalAddr().String(),
-		remote: conn.RemoteAddr().String(),
-	}, nil
+	return conn, nil
 }
 
 // Run sends on every stream for Config.Duration, counted from the moment

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/analysis"
+	"github.com/netprof/netprof/analysis/htmlreport"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -16,32 +20,151 @@ func analyzeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "analyze",
 		Usage:     "print the report of a recorded run from its files alone (no kernel needed)",
-		ArgsUsage: "RUN_DIR",
-		Description: "Reads manifest.json and the Parquet tables of RUN_DIR and prints throughput\n" +
-			"(peak / steady state / whole run, decimal Gbit/s), per-CPU NET_RX softirq share,\n" +
-			"TCP RTT and retransmits. Example: netprof analyze --json runs/20261130T090000Z",
+		ArgsUsage: "RUN_DIR | --compare RUN_A RUN_B [...]",
+		Description: "Reads manifest.json and the Parquet tables of RUN_DIR and prints throughput per direction\n" +
+			"(peak / active window / steady state / whole run; application, interface, wire estimate),\n" +
+			"per-CPU softirq load, RTT per flow and peer, BDP, retransmits and verdicts with their evidence.\n" +
+			"Flags go before the run directories. Examples:\n" +
+			"  netprof analyze --link-speed 100Gbit --target 80Gbit runs/20261130T090000Z\n" +
+			"  netprof analyze --html report.html runs/20261130T090000Z\n" +
+			"  netprof analyze --compare runs/streams4 runs/streams8 runs/streams16",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", EnvVars: []string{"NETPROF_JSON"}},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (decimal units, units in keys)", EnvVars: []string{"NETPROF_JSON"}},
+			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report with plots to `FILE`", EnvVars: []string{"NETPROF_HTML"}},
+			&cli.StringFlag{Name: "units", Value: "decimal", Usage: "decimal (Gbit/s) or binary (Gibit/s, GiB/s)", EnvVars: []string{"NETPROF_UNITS"}},
+			&cli.StringFlag{Name: "link-speed", Usage: "rated link speed, e.g. 10Gbit (overrides the manifest)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
+			&cli.StringFlag{Name: "target", Usage: "target rate for the streams-needed figure, e.g. 80Gbit (default: rated speed)", EnvVars: []string{"NETPROF_TARGET"}},
+			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule)", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
+			&cli.BoolFlag{Name: "compare", Usage: "line up several runs (e.g. a sweep) instead of reporting one", EnvVars: []string{"NETPROF_COMPARE"}},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageError{fmt.Errorf("analyze needs exactly one RUN_DIR (got %d arguments); flags go before it", c.NArg())}
-			}
-			run, err := trace.Open(c.Args().First())
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					return usageError{err}
-				}
-				return err
-			}
-			rep, err := analysis.FromRun(run)
-			if err != nil {
-				return err
-			}
-			rep.Dir = run.Dir
-			return printReport(c, rep)
-		},
+		Action: analyzeAction,
 	}
+}
+
+// analyzeConfig is the analyze command's flags as plain values.
+type analyzeConfig struct {
+	Runs    []string
+	JSON    bool
+	HTML    string
+	Compare bool
+	Options analysis.Options
+}
+
+// Validate checks the run count against the mode.
+func (c analyzeConfig) Validate() error {
+	switch {
+	case c.Compare && len(c.Runs) < 2:
+		return fmt.Errorf("--compare needs at least two run directories (got %d); flags go before them", len(c.Runs))
+	case !c.Compare && len(c.Runs) != 1:
+		return fmt.Errorf("analyze needs exactly one RUN_DIR (got %d arguments); flags go before it", len(c.Runs))
+	case c.Compare && c.HTML != "":
+		return errors.New("--html writes one run's report; it does not combine with --compare")
+	}
+	return nil
+}
+
+func analyzeFlags(c *cli.Context) (analyzeConfig, error) {
+	cfg := analyzeConfig{Runs: c.Args().Slice(), JSON: c.Bool("json"), HTML: c.String("html"), Compare: c.Bool("compare")}
+	var err error
+	if cfg.Options.Units, err = analysis.ParseUnits(c.String("units")); err != nil {
+		return cfg, fmt.Errorf("--units: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{"link-speed", &cfg.Options.LinkSpeedBps}, {"target", &cfg.Options.TargetBps}} {
+		if s := c.String(f.name); s != "" {
+			if *f.dst, err = analysis.ParseRate(s); err != nil {
+				return cfg, fmt.Errorf("--%s: %w", f.name, err)
+			}
+		}
+	}
+	if d := c.Duration("expect-rtt"); d <= 0 {
+		return cfg, fmt.Errorf("--expect-rtt %v: must be positive", d)
+	}
+	cfg.Options.Thresholds.HairpinExpectRTT = c.Duration("expect-rtt")
+	return cfg, cfg.Validate()
+}
+
+func analyzeAction(c *cli.Context) error {
+	cfg, err := analyzeFlags(c)
+	if err != nil {
+		return usageError{err}
+	}
+	if cfg.Compare {
+		return compareRuns(c.App.Writer, cfg)
+	}
+	rep, err := analyzeRun(cfg.Runs[0], cfg.Options)
+	if err != nil {
+		return err
+	}
+	if cfg.HTML != "" {
+		if err := writeHTML(cfg.HTML, rep); err != nil {
+			return err
+		}
+	}
+	rep.Color = !cfg.JSON && isTerminal(c.App.Writer)
+	return printReport(c, rep)
+}
+
+// analyzeRun opens and analyses one run directory; a missing directory is
+// a usage error.
+func analyzeRun(dir string, opts analysis.Options) (*analysis.Report, error) {
+	run, err := trace.Open(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	return analysis.Analyze(run, opts)
+}
+
+// compareRuns analyses each run in turn (keeping only its comparison row)
+// and prints the comparison.
+func compareRuns(w io.Writer, cfg analyzeConfig) error {
+	rows := make([]analysis.CompareRow, 0, len(cfg.Runs))
+	for _, dir := range cfg.Runs {
+		rep, err := analyzeRun(dir, cfg.Options)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		rows = append(rows, analysis.CompareRowOf(rep))
+	}
+	cmp := analysis.Compare(rows, cfg.Options.Thresholds, cfg.Options.Units)
+	if cfg.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cmp.JSON())
+	}
+	return cmp.WriteText(w)
+}
+
+// writeHTML writes the HTML report to path.
+func writeHTML(path string, rep *analysis.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	werr := htmlreport.Write(f, rep, time.Now())
+	if cerr := f.Close(); werr == nil && cerr != nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (colour only then) and
+// NO_COLOR is unset.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func printReport(c *cli.Context, rep *analysis.Report) error {

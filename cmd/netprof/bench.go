@@ -21,7 +21,11 @@ func benchCommand(log *slog.Logger) *cli.Command {
 		Description: "Creates two network namespaces joined by a veth pair (198.18.0.1/30 -> 198.18.0.2/30),\n" +
 			"attaches the BPF probes, sends for --duration, samples every --interval into a run\n" +
 			"directory (manifest.json + Parquet tables), removes the namespaces and prints the report.\n" +
-			"Needs root. Example: netprof bench --streams 8 --duration 20s --out /tmp/run1",
+			"--rtt D puts netprof's user-space delay line (a TUN device in each namespace) between them\n" +
+			"instead of the veth pair, delaying each direction by D/2 (the line adds ~0.2-0.5 ms), and\n" +
+			"raises tcp_rmem/tcp_wmem max to 64 MiB inside the namespaces (recorded in the manifest).\n" +
+			"Needs root. Examples: netprof bench --streams 8 --duration 20s --out /tmp/run1\n" +
+			"                      netprof bench --rtt 20ms --streams 16",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "duration", Value: def.Duration, Usage: "sending time, after all streams are connected", EnvVars: []string{"NETPROF_DURATION"}},
 			&cli.IntFlag{Name: "streams", Value: def.Streams, Usage: "parallel TCP streams", EnvVars: []string{"NETPROF_STREAMS"}},
@@ -29,6 +33,7 @@ func benchCommand(log *slog.Logger) *cli.Command {
 			&cli.DurationFlag{Name: "interval", Value: def.Interval, Usage: "sampling interval (one trace row set per interval)", EnvVars: []string{"NETPROF_INTERVAL"}},
 			&cli.StringFlag{Name: "out", Usage: "run directory (default ./runs/<UTC timestamp>)", EnvVars: []string{"NETPROF_OUT"}},
 			&cli.BoolFlag{Name: "no-bpf", Usage: "generator and netlink counters only; no BPF probes", EnvVars: []string{"NETPROF_NO_BPF"}},
+			&cli.DurationFlag{Name: "rtt", Value: def.RTT, Usage: "round-trip time to add between the namespaces with the TUN delay line (D/2 each way); 0 = direct veth pair", EnvVars: []string{"NETPROF_RTT"}},
 			&cli.IntFlag{Name: "port", Value: def.Port, Usage: "receiver TCP port inside the test bed", EnvVars: []string{"NETPROF_PORT"}},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", EnvVars: []string{"NETPROF_JSON"}},
 		},
@@ -65,6 +70,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	cfg.Out = c.String("out")
 	cfg.NoBPF = c.Bool("no-bpf")
 	cfg.Port = c.Int("port")
+	cfg.RTT = c.Duration("rtt")
 	cfg.Argv = os.Args
 	bs, err := humanize.ParseBytes(c.String("block-size"))
 	if err != nil {

@@ -61,7 +61,15 @@ func newApp(log *slog.Logger) *cli.App {
 		Version: version,
 		Description: "All rates are decimal Gbit/s (10^9 bit/s). Flags go before positional arguments.\n" +
 			"Every flag can also be set from the environment as NETPROF_<FLAG> (e.g. NETPROF_STREAMS=8).",
-		Commands:     withUsageErrors(benchCommand(log), analyzeCommand()),
+		Commands: withUsageErrors(
+			benchCommand(log),
+			analyzeCommand(),
+			ifacesCommand(),
+			pathCommand(),
+			watchCommand(log),
+			blobCommand(log),
+			trafficCommand(log),
+		),
 		OnUsageError: onUsageError,
 		// Errors are printed once, by run.
 		ExitErrHandler: func(*cli.Context, error) {},

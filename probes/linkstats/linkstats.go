@@ -13,16 +13,47 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Link describes one interface to sample.
+// Link describes one interface to sample. Describe fills the first group
+// of fields; Discover fills them all.
 type Link struct {
 	Netns  uint64 // network namespace inode
 	Name   string
 	Index  int
-	Driver string // kernel driver (sysfs) or link kind (veth, macvlan, ...)
+	Driver string // kernel driver (ethtool/sysfs) or link kind (veth, macvlan, ...)
 	MTU    int
 	Master string // name of the master (bond, bridge, VF's synthetic NIC), if any
 	// Role says what the run uses it for ("sender", "receiver"), if anything.
 	Role string
+
+	// Kind is the netlink link kind (IFLA_INFO_KIND: "veth", "bridge",
+	// "macvlan", ...), or "device" for a device without one (a NIC).
+	Kind string
+	// MAC is the hardware address ("" when the device has none).
+	MAC string
+	// MasterIndex is the ifindex of the master (IFLA_MASTER), 0 if none.
+	MasterIndex int
+	// LowerIndex is the ifindex of the device carrying this stacked
+	// device's frames (IFLA_LINK of a macvlan, ipvlan or vlan in the same
+	// namespace), 0 if none; Lower is its name.
+	LowerIndex int
+	Lower      string
+	// OperState is the RFC 2863 operational state ("up", "down", ...);
+	// Up is the administrative IFF_UP flag.
+	OperState string
+	Up        bool
+	// RxQueues and TxQueues are the kernel's queue counts (netlink);
+	// Channels is the driver's active channel count (ETHTOOL_GCHANNELS,
+	// combined + rx-only), 0 when the driver does not say.
+	RxQueues, TxQueues, Channels int
+	// BusInfo is the device's bus address (ethtool), e.g. a PCI address.
+	BusInfo string
+	// SpeedMbps is the rated link speed in decimal Mbit/s (10^6 bit/s), nil
+	// when unknown; SpeedNote says where it came from ("ethtool",
+	// "--link-speed") or why it is unknown. It is never guessed.
+	SpeedMbps *int64
+	SpeedNote string
+	// Stats are the cumulative counters at discovery.
+	Stats Stats
 }
 
 // Stats are cumulative counters of one interface (netlink stats64).

@@ -59,7 +59,7 @@ type Key struct {
 type Sock struct {
 	Samples     uint64 // RTT samples
 	SumUs       uint64 // sum of RTT samples, µs
-	RetransSegs uint64 // segments retransmitted
+	RetransSegs uint64 // segments retransmitted (tp->total_retrans, largest seen)
 	RetransFail uint64 // retransmit attempts that failed
 	MinUs       uint32 // smallest RTT sample so far, µs
 	MaxUs       uint32 // largest RTT sample so far, µs
@@ -103,7 +103,7 @@ func merge(vals []bpf.TcpNpTcpVal) Sock {
 	for _, v := range vals {
 		s.Samples += v.RttSamples
 		s.SumUs += v.RttSumUs
-		s.RetransSegs += v.RetransSegs
+		s.RetransSegs = max(s.RetransSegs, uint64(v.TotalRetrans))
 		s.RetransFail += v.RetransFail
 		if v.RttMinUs != 0 && (s.MinUs == 0 || v.RttMinUs < s.MinUs) {
 			s.MinUs = v.RttMinUs

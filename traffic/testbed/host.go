@@ -13,11 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Host is one end of a Bed: a named network namespace holding one veth end.
+// Host is one end of a Bed: a named network namespace holding one veth end
+// (or, with Options.Delay, one TUN device; a NewRouted router holds two veth
+// ends).
 type Host struct {
 	// Name is the network namespace's name (see `ip netns list`).
 	Name string
-	// Link is the name of the veth end inside the namespace.
+	// Link is the name of the interface carrying the bed's traffic inside
+	// the namespace: the veth end, or the TUN device with Options.Delay.
 	Link string
 	// Addr is the host's address on Link.
 	Addr netip.Addr
@@ -31,7 +34,7 @@ type Host struct {
 	ifindex int
 }
 
-// Ifindex returns the veth end's interface index inside the namespace.
+// Ifindex returns Link's interface index inside the namespace.
 func (h *Host) Ifindex() int { return h.ifindex }
 
 // NetnsInode returns the inode of the host's network namespace, which is what

@@ -15,8 +15,11 @@ import (
 	"net/netip"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/netprof/netprof/traffic/testbed/delayline"
 )
 
 // MaxPrefixLen is the longest Options.Prefix: names are prefix + "-a"/"-b",
@@ -52,6 +55,21 @@ type Options struct {
 	// BenchV4 or BenchV6. Default DefaultAddrA and DefaultAddrB. An IPv6
 	// address is added with IFA_F_NODAD, so it is usable at once.
 	AddrA, AddrB netip.Prefix
+	// Delay, when positive, joins A and B through a user-space delay line
+	// instead of a veth pair: a TUN device in each namespace (named as the
+	// veth ends would be, so Host.Link and Host.Ifindex name it), held open
+	// by this process, which forwards every packet after Delay in each
+	// direction (see package delayline). A round trip takes 2×Delay plus
+	// the line's own ~0.2–0.5 ms. At most MaxDelay.
+	Delay time.Duration
+	// DelayQueueBytes bounds each direction of the delay line in bytes;
+	// packets that do not fit are dropped and counted (Bed.DelayStats).
+	// 0 means delayline.DefaultMaxBytes. Only with Delay.
+	DelayQueueBytes int
+	// Sysctls are written inside both namespaces once they exist, e.g.
+	// {"net.ipv4.tcp_wmem": "4096 16384 67108864"}. Keys must be under
+	// net. (per network namespace); the caller's namespace is untouched.
+	Sysctls map[string]string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -90,15 +108,18 @@ func (o Options) validate() error {
 	if o.AddrA.Bits() != o.AddrB.Bits() || !o.AddrA.Contains(o.AddrB.Addr()) {
 		return fmt.Errorf("AddrA %s and AddrB %s are not in the same subnet", o.AddrA, o.AddrB)
 	}
-	return nil
+	return errors.Join(validateDelay(o), validateSysctls(o.Sysctls))
 }
 
-// Bed is a pair of namespaces joined by a veth. Create it with New, release it
+// Bed is a pair of namespaces joined by a veth (New), by a delay line (New
+// with Options.Delay) or through a router namespace (NewRouted). Release it
 // with Close. Methods are safe for concurrent use.
 type Bed struct {
 	mu     sync.RWMutex // held for reading while a Host uses its namespace
 	closed bool
 	a, b   *Host
+	r      *Host           // the router of NewRouted, else nil
+	line   *delayline.Line // the delay line of Options.Delay, else nil
 }
 
 // A returns the first host (address Options.AddrA).
@@ -108,8 +129,9 @@ func (b *Bed) A() *Host { return b.a }
 func (b *Bed) B() *Host { return b.b }
 
 // New creates the two named namespaces (under NetnsDir, so `ip netns exec`
-// works), a veth pair with one end in each, the addresses, and brings the
-// veth ends and lo up; it returns once both veth ends are operationally up.
+// works), a veth pair with one end in each (with Options.Delay: a TUN device
+// in each and a running delay line), the addresses, and brings the links and
+// lo up; it returns once both links are up; then it writes Options.Sysctls.
 // ctx bounds that wait. On any error everything New created is removed
 // before it returns; a namespace that already existed is reported with an
 // error wrapping fs.ErrExist and left untouched. Invalid options fail before
@@ -130,7 +152,14 @@ func New(ctx context.Context, opt Options) (*Bed, error) {
 			_ = b.Close()
 		}
 	}()
-	if err := b.build(ctx); err != nil {
+	build := b.build
+	if opt.Delay > 0 {
+		build = func(ctx context.Context) error { return b.buildDelayed(ctx, opt) }
+	}
+	if err := build(ctx); err != nil {
+		return nil, fmt.Errorf("testbed %s: %w", opt.Prefix, err)
+	}
+	if err := setSysctls(opt.Sysctls, b.a, b.b); err != nil {
 		return nil, fmt.Errorf("testbed %s: %w", opt.Prefix, err)
 	}
 	ok = true
@@ -187,7 +216,8 @@ func (b *Bed) build(ctx context.Context) error {
 	return hook("up")
 }
 
-// Close deletes both namespaces, which destroys the veth pair with them.
+// Close stops the delay line if there is one (removing its TUN devices),
+// then deletes the bed's namespaces, which destroys the veth pairs with them.
 // Sockets still open inside a namespace keep the kernel object alive (but
 // unnamed) until they are closed, so close listeners and connections first.
 // Close is idempotent: later calls return nil. It waits for Host.Do calls in
@@ -200,7 +230,15 @@ func (b *Bed) Close() error {
 	}
 	b.closed = true
 	var errs []error
-	for _, h := range []*Host{b.a, b.b} {
+	if b.line != nil {
+		if err := b.line.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, h := range []*Host{b.a, b.b, b.r} {
+		if h == nil {
+			continue
+		}
 		if h.ns.IsOpen() {
 			_ = h.ns.Close()
 			h.ns = netns.None()

@@ -39,6 +39,9 @@ type Result struct {
 	Report *analysis.Report
 	// Sent and Received are the generator's final per-stream counts.
 	Sent, Received []traffic.StreamSample
+	// Namespaces names the test bed's network namespaces (removed by the
+	// time Run returns).
+	Namespaces []string
 }
 
 // Run performs one bench run. It returns an error wrapping ErrPrivilege
@@ -62,7 +65,7 @@ func Run(ctx context.Context, cfg Config, toolVersion string, log *slog.Logger) 
 			return nil, fmt.Errorf("%w (run with sudo, or use --no-bpf for generator and netlink figures only)", err)
 		}
 	}
-	bed, err := testbed.New(ctx, testbed.Options{})
+	bed, err := testbed.New(ctx, cfg.bedOptions())
 	if err != nil {
 		return nil, fmt.Errorf("test bed: %w", err)
 	}
@@ -71,7 +74,11 @@ func Run(ctx context.Context, cfg Config, toolVersion string, log *slog.Logger) 
 			log.Error("test bed not fully removed", "err", err)
 		}
 	}()
-	return runOnBed(ctx, cfg, toolVersion, bed, log)
+	res, err := runOnBed(ctx, cfg, toolVersion, bed, log)
+	if res != nil {
+		res.Namespaces = []string{bed.A().Name, bed.B().Name}
+	}
+	return res, err
 }
 
 func runOnBed(ctx context.Context, cfg Config, toolVersion string, bed *testbed.Bed, log *slog.Logger) (*Result, error) {
@@ -109,6 +116,7 @@ func runOnBed(ctx context.Context, cfg Config, toolVersion string, bed *testbed.
 	if err == nil {
 		err = transfer(ctx, cfg, bed, w, samplers, res, log)
 	}
+	recordDelayLine(bed, w, log)
 	res.Status = status(ctx, err)
 	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
 		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))

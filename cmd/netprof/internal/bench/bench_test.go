@@ -52,7 +52,6 @@ func sumApp(samples []traffic.StreamSample) uint64 {
 // the generator's own counts and the kernel's netlink interface counters.
 func TestBenchEndToEnd(t *testing.T) {
 	requireBench(t, true)
-	before := netnsNames(t)
 	cfg := DefaultConfig()
 	cfg.Duration = 3 * time.Second
 	cfg.Out = filepath.Join(t.TempDir(), "run")
@@ -63,12 +62,16 @@ func TestBenchEndToEnd(t *testing.T) {
 	if res.Status != "ok" {
 		t.Fatalf("status %q", res.Status)
 	}
-	for name := range netnsNames(t) {
-		if !before[name] {
+	if len(res.Namespaces) != 2 {
+		t.Fatalf("result names %d namespaces, want 2", len(res.Namespaces))
+	}
+	after := netnsNames(t)
+	for _, name := range res.Namespaces {
+		if after[name] {
 			t.Errorf("namespace %s left behind", name)
 		}
 	}
-	for _, f := range []string{trace.ManifestFile, trace.IfacesFile, trace.CPUsFile, trace.FlowsFile, trace.TrafficFile, trace.ProbesFile} {
+	for _, f := range []string{trace.ManifestFile, trace.IfacesFile, trace.CPUsFile, trace.FlowsFile, trace.TrafficFile, trace.ProbesFile, trace.SocketsFile} {
 		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
 			t.Errorf("trace file: %v", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/netdev"
+	"github.com/netprof/netprof/probes/sockstate"
 	"github.com/netprof/netprof/probes/softirq"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
@@ -16,9 +17,10 @@ import (
 // probeSet is every loaded probe with its samplers.
 type probeSet struct {
 	loaded   []*loader.Loaded
-	samplers []loader.Sampler // netdev, tcp, softirq, bpf stats: in that order
+	samplers []loader.Sampler // netdev, tcp, softirq, sockstate, bpf stats: in that order
 	status   []trace.Probe
 	stats    io.Closer
+	readers  []io.Closer // event readers (sockstate), closed before the probes
 }
 
 // scope says which interfaces and namespaces belong to the run.
@@ -77,16 +79,29 @@ func loadProbes(sc scope, flowEntries uint32, log *slog.Logger) (*probeSet, erro
 		}
 		ps.samplers = append(ps.samplers, softirq.NewSampler(r))
 	}
+	ssSpec, err := sockstate.Spec(sockstate.Options{})
+	if l := load("sockstate", ssSpec, err); l != nil {
+		r, err := sockstate.NewReader(l)
+		if err != nil {
+			return nil, errors.Join(err, ps.Close())
+		}
+		ps.readers = append(ps.readers, r)
+		ps.samplers = append(ps.samplers, sockstate.NewSampler(r, func(netns uint64) bool { return sc.netns[netns] }))
+	}
 	ps.samplers = append(ps.samplers, &loader.StatsSampler{Probes: ps.loaded})
 	return ps, nil
 }
 
-// Close detaches every probe and stops BPF stats collection.
+// Close stops the event readers, detaches every probe and stops BPF stats
+// collection.
 func (ps *probeSet) Close() error {
 	if ps == nil {
 		return nil
 	}
 	var errs []error
+	for _, r := range ps.readers {
+		errs = append(errs, r.Close())
+	}
 	for _, l := range ps.loaded {
 		errs = append(errs, l.Close())
 	}

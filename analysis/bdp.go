@@ -1,0 +1,89 @@
+package analysis
+
+import (
+	"math"
+	"time"
+)
+
+// BDP is the bandwidth-delay product of the run and what a target rate
+// needs.
+type BDP struct {
+	// RateBps is Primary's steady state (bit/s) and RateLabel its counter.
+	RateBps   float64
+	RateLabel string
+	// MinRTTUs is the lowest RTT of the sending flows (all flows when none
+	// sends), µs: rtt_min_us or the kernel's min_rtt_us.
+	MinRTTUs uint32
+	// Bytes is RateBps / 8 × MinRTT: the bytes in flight the run needed.
+	Bytes float64
+	// TargetBps is the rate aimed at (TargetSource: "--target" or the
+	// rated link speed); TargetBytes its BDP at MinRTT.
+	TargetBps    float64
+	TargetSource string
+	TargetBytes  float64
+	// PerStreamBps is the median window-limited rate of the sending flows
+	// (snd_cwnd × mss × 8 / srtt); PerStreamWindow the median snd_cwnd ×
+	// mss (bytes); SrttUs the median srtt (µs).
+	PerStreamBps    float64
+	PerStreamWindow float64
+	SrttUs          float64
+	// Streams is ceil(TargetBps / PerStreamBps): streams needed at this RTT
+	// and window; 0 when unknown (Missing says why).
+	Streams int
+	Missing string
+}
+
+// bdp fills Report.BDP.
+func (b *builder) bdp() {
+	r := b.r
+	d := &r.BDP
+	send := sendingFlows(r.Flows)
+	floor := uint32(0)
+	for _, f := range send {
+		if f.RTT != nil && f.RTT.FloorUs() > 0 && (floor == 0 || f.RTT.FloorUs() < floor) {
+			floor = f.RTT.FloorUs()
+		}
+	}
+	if floor == 0 && r.RTT != nil {
+		floor = r.RTT.FloorUs()
+	}
+	d.MinRTTUs = floor
+	if w := r.steady(); w != nil {
+		d.RateBps, d.RateLabel = w.SteadyBps, r.Primary.Label
+	}
+	rtt := time.Duration(floor) * time.Microsecond
+	d.Bytes = d.RateBps / 8 * rtt.Seconds()
+	d.TargetBps, d.TargetSource = b.opts.TargetBps, "--target"
+	if d.TargetBps == 0 && r.RatedBps > 0 {
+		d.TargetBps, d.TargetSource = r.RatedBps, "rated link speed ("+r.RatedSource+")"
+	}
+	d.TargetBytes = d.TargetBps / 8 * rtt.Seconds()
+	d.PerStreamBps = medianOf(send, func(f FlowSummary) float64 { return f.WindowBps })
+	d.PerStreamWindow = medianOf(send, func(f FlowSummary) float64 { return f.WindowBytes })
+	d.SrttUs = medianOf(send, func(f FlowSummary) float64 { return float64(f.SrttUs) })
+	switch {
+	case d.TargetBps == 0:
+		d.Missing = "no target: give --target or --link-speed (or a rated speed in the manifest)"
+	case d.PerStreamBps == 0:
+		d.Missing = "no sending flow with snd_cwnd, mss and srtt in the steady state"
+	default:
+		d.Streams = int(math.Ceil(d.TargetBps / d.PerStreamBps))
+	}
+}
+
+// gaps fills each direction's application-vs-wire gap.
+func (b *builder) gaps() {
+	mss := int(medianOf(sendingFlows(b.r.Flows), func(f FlowSummary) float64 { return float64(f.MSS) }))
+	for _, d := range []*Direction{&b.r.Rx, &b.r.Tx} {
+		app, wire := d.Rate(CounterApp), d.Rate(CounterWire)
+		if app == nil || wire == nil || app.W == nil || wire.W == nil || wire.W.TotalBytes == 0 {
+			continue
+		}
+		g := &HeaderGap{AppBytes: app.W.TotalBytes, WireBytes: wire.W.TotalBytes, MTU: d.IfaceMTU, MSS: mss}
+		g.Pct = (float64(g.WireBytes) - float64(g.AppBytes)) / float64(g.WireBytes) * 100
+		if g.MTU > 0 && g.MSS > 0 {
+			g.ExpectedPct = (1 - float64(g.MSS)/float64(g.MTU+EthernetHeaderBytes+EthernetOverheadBytes)) * 100
+		}
+		d.Gap = g
+	}
+}

@@ -1,0 +1,257 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// source feeds a table's rows to fn in batches; a missing table returns an
+// error wrapping os.ErrNotExist. fn may keep the batch.
+type source[T any] func(fn func([]T) error) error
+
+// sliceSource feeds rows as one batch.
+func sliceSource[T any](rows []T) source[T] {
+	return func(fn func([]T) error) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		return fn(rows)
+	}
+}
+
+// sources are the tables a report reads.
+type sources struct {
+	ifaces  source[trace.IfaceRow]
+	cpus    source[trace.CPURow]
+	flows   source[trace.FlowRow]
+	traffic source[trace.TrafficRow]
+	blob    source[BlobRow]
+}
+
+// Tables are a run's rows in memory, for BuildTables.
+type Tables struct {
+	Ifaces  []trace.IfaceRow
+	CPUs    []trace.CPURow
+	Flows   []trace.FlowRow
+	Traffic []trace.TrafficRow
+	// Blob are traffic rows with the blob columns (requests, http_503,
+	// http_500, http_other_errors); empty for TCP-only runs.
+	Blob []BlobRow
+}
+
+// Build computes a Report from a run's manifest and table rows with default
+// Options. It does no I/O. It returns an error only when the manifest's
+// schema_version is newer than this package understands; missing tables
+// give nil figures with a reason, never zeros.
+func Build(m trace.Manifest, ifaces []trace.IfaceRow, cpus []trace.CPURow,
+	flows []trace.FlowRow, traffic []trace.TrafficRow) (*Report, error) {
+	return BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
+}
+
+// BuildTables is Build with blob rows and Options.
+func BuildTables(m trace.Manifest, t Tables, opts Options) (*Report, error) {
+	return build(m, sources{
+		ifaces: sliceSource(t.Ifaces), cpus: sliceSource(t.CPUs), flows: sliceSource(t.Flows),
+		traffic: sliceSource(t.Traffic), blob: sliceSource(t.Blob),
+	}, opts)
+}
+
+// builder carries the accumulators of one analysis.
+type builder struct {
+	r    *Report
+	opts Options
+	th   Thresholds
+	anom anomalies
+	rows bounds
+
+	traffic trafficAcc
+	rx, tx  ifaceSide
+	cpu     cpuAcc
+	flows   flowAcc
+	blob    blobAcc
+}
+
+// build runs the phases: traffic and ifaces first (they define the
+// windows), then cpus, flows and blob rows against those windows.
+func build(m trace.Manifest, src sources, opts Options) (*Report, error) {
+	if m.SchemaVersion > trace.SchemaVersion {
+		return nil, fmt.Errorf("build report: schema_version %d is newer than supported %d",
+			m.SchemaVersion, trace.SchemaVersion)
+	}
+	b := newBuilder(m, opts)
+	if err := b.scanPhase1(src); err != nil {
+		return nil, err
+	}
+	b.windows()
+	if err := b.scanPhase2(src); err != nil {
+		return nil, err
+	}
+	b.finish()
+	return b.r, nil
+}
+
+func newBuilder(m trace.Manifest, opts Options) *builder {
+	r := &Report{Manifest: m, Units: opts.Units, BusiestCPU: -1, reasons: map[string]string{}}
+	b := &builder{r: r, opts: opts, th: opts.Thresholds.withDefaults()}
+	b.setRated()
+	b.anom.limitBps, b.anom.limitSrc = MaxPlausibleBps, "10 Tbit/s, no rated speed known"
+	if r.RatedBps > 0 {
+		b.anom.limitBps = PlausibleFactor * r.RatedBps
+		b.anom.limitSrc = fmt.Sprintf("%d x the rated %s", PlausibleFactor, fmtRate(Decimal, r.RatedBps))
+	}
+	return b
+}
+
+// scanPhase1 reads traffic and ifaces.
+func (b *builder) scanPhase1(src sources) error {
+	if err := scanTable(b, trace.TrafficFile, src.traffic, b.traffic.add(b)); err != nil {
+		return err
+	}
+	return b.scanIfaces(src.ifaces)
+}
+
+// scanPhase2 reads cpus, flows and blob rows.
+func (b *builder) scanPhase2(src sources) error {
+	b.cpu.init(b)
+	if err := scanTable(b, trace.CPUsFile, src.cpus, b.cpu.add(b)); err != nil {
+		return err
+	}
+	b.flows.init(b)
+	if err := scanTable(b, trace.FlowsFile, src.flows, b.flows.add(b)); err != nil {
+		return err
+	}
+	return scanTable(b, "traffic.parquet (blob columns)", src.blob, b.blob.add(b))
+}
+
+// scanTable feeds src to fn; a missing table reads as empty with a note.
+func scanTable[T any](b *builder, name string, src source[T], fn func([]T) error) error {
+	if src == nil {
+		return nil
+	}
+	err := src(fn)
+	if errors.Is(err, os.ErrNotExist) {
+		if name == trace.TrafficFile || name == trace.IfacesFile || name == trace.CPUsFile || name == trace.FlowsFile {
+			b.r.note(name + " missing from the run directory: read as empty")
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("analyze %s: %w", name, err)
+	}
+	return nil
+}
+
+// runBounds returns the manifest's start/end, falling back to the rows'.
+func (b *builder) runBounds() (time.Time, time.Time) {
+	start, end := b.r.Manifest.Start, b.r.Manifest.End
+	if start.IsZero() {
+		start = b.rows.start
+	}
+	if end.IsZero() {
+		end = b.rows.end
+	}
+	return start, end
+}
+
+// windows builds both directions' rates and picks the primary one.
+func (b *builder) windows() {
+	b.r.RunStart, b.r.RunEnd = b.runBounds()
+	b.r.Rx = b.direction("rx", &b.rx, &b.traffic.appRx, trace.RoleReceiver)
+	b.r.Tx = b.direction("tx", &b.tx, &b.traffic.appTx, trace.RoleSender)
+	b.r.Primary, b.r.PrimaryDir = nil, ""
+	for _, c := range []struct {
+		d       *Direction
+		counter string
+	}{{&b.r.Rx, CounterApp}, {&b.r.Rx, CounterNetlink}, {&b.r.Tx, CounterApp}, {&b.r.Tx, CounterNetlink}} {
+		if rt := c.d.Rate(c.counter); rt != nil && rt.W != nil && rt.W.HasActive() {
+			b.r.Primary, b.r.PrimaryDir = rt, c.d.Name
+			return
+		}
+	}
+}
+
+// finish computes what needs every table, then the verdicts and notes.
+func (b *builder) finish() {
+	r := b.r
+	if r.Manifest.Start.IsZero() {
+		r.note("manifest has no start time: run starts at the first interval's start")
+	}
+	if r.Manifest.End.IsZero() {
+		r.note("manifest has no end time (run interrupted or still recording): run ends at the last row's time")
+	}
+	b.windows() // again: the run bounds may have grown with cpus and flows rows
+	b.noteApprox()
+	b.notePartialNulls()
+	b.cpu.finish(b)
+	b.flows.finish(b)
+	b.blob.finish(b)
+	b.retransmits()
+	b.gaps()
+	b.bdp()
+	r.Verdicts = evaluate(r, b.th)
+	b.noteProbesOff()
+	b.noteManifest()
+	for _, n := range b.anom.notes() {
+		r.note(n)
+	}
+}
+
+// noteApprox notes rates whose steady state is approximate.
+func (b *builder) noteApprox() {
+	for _, d := range []*Direction{&b.r.Rx, &b.r.Tx} {
+		for _, rt := range d.Rates {
+			if w := rt.W; w != nil && w.HasActive() && w.SteadyApprox {
+				b.r.note(fmt.Sprintf("steady state approximate (%s): active window has %d interval(s), median of all of them",
+					rt.Label, w.ActiveIntervals))
+			}
+		}
+	}
+}
+
+// noteProbesOff notes which BPF-derived figures are missing because the
+// cpus and/or flows tables are empty.
+func (b *builder) noteProbesOff() {
+	cpuRows, flowRows := b.cpu.rows, b.flows.rows
+	switch {
+	case cpuRows == 0 && flowRows == 0:
+		b.r.note("probes off: no softirq/RTT figures (cpus and flows tables empty)")
+	case cpuRows == 0:
+		b.r.note("probes off: no softirq figures (cpus table empty)")
+	case flowRows == 0:
+		b.r.note("probes off: no RTT or BPF retransmit figures (flows table empty)")
+	}
+}
+
+// noteManifest adds notes on the run's status and detached probes.
+func (b *builder) noteManifest() {
+	if st := b.r.Manifest.Status; st != "" && st != trace.StatusOK {
+		b.r.note("run status: " + st)
+	}
+	for _, p := range b.r.Manifest.Probes {
+		if !p.Attached {
+			b.r.note(fmt.Sprintf("probe %s (%s) not attached: %s", p.Name, p.Hook, orDash(p.Reason)))
+		}
+	}
+}
+
+// setRated sets the rated link speed from Options or the manifest.
+func (b *builder) setRated() {
+	r := b.r
+	if b.opts.LinkSpeedBps > 0 {
+		r.RatedBps, r.RatedSource = b.opts.LinkSpeedBps, "--link-speed"
+		return
+	}
+	for _, role := range []string{trace.RoleReceiver, trace.RoleSender, ""} {
+		for _, mi := range r.Manifest.Interfaces {
+			if (role == "" || mi.Role == role) && mi.RatedSpeedMbps != nil && *mi.RatedSpeedMbps > 0 {
+				r.RatedBps = float64(*mi.RatedSpeedMbps) * 1e6
+				r.RatedSource = "manifest rated_speed_mbps of " + mi.Name
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dustin/go-humanize"
+)
+
+// CompareRow is one run of a comparison (e.g. one point of a sweep).
+type CompareRow struct {
+	// Dir is the run directory; Streams and BlockSize (bytes) come from
+	// the manifest's config (0 when absent).
+	Dir                string
+	Streams, BlockSize int64
+	// SteadyBps is Primary's steady state (bit/s, 0 unknown) and
+	// SteadyLabel its counter.
+	SteadyBps   float64
+	SteadyLabel string
+	// SenderRetx is the retransmit total of Retx.Source (nil unknown);
+	// RetxPerGB per 10^9 bytes sent (NaN unknown).
+	SenderRetx *uint64
+	RetxPerGB  float64
+	// BusiestCPU is the busiest CPU (-1 unknown) and BusiestShare its
+	// NET_RX softirq share over the steady state.
+	BusiestCPU   int
+	BusiestShare float64
+	// Verdicts are the rules that fired.
+	Verdicts []string
+}
+
+// CompareFlag marks a pair of runs (indexes into Rows) showing the
+// rate-limiter signature: throughput flat while retransmits multiply.
+type CompareFlag struct {
+	From, To int
+	Summary  string
+}
+
+// Comparison lines up runs.
+type Comparison struct {
+	Units      Units
+	Rows       []CompareRow
+	Flags      []CompareFlag
+	Thresholds Thresholds
+}
+
+// CompareRowOf extracts r's comparison row, so a caller can drop the
+// Report before analysing the next run.
+func CompareRowOf(r *Report) CompareRow {
+	row := CompareRow{Dir: r.Dir, Streams: ConfigInt(r.Manifest.Config, "streams"),
+		BlockSize: ConfigInt(r.Manifest.Config, "block_size"), RetxPerGB: math.NaN(), BusiestCPU: -1,
+		Verdicts: r.FiredVerdicts()}
+	if w := r.steady(); w != nil {
+		row.SteadyBps, row.SteadyLabel = w.SteadyBps, r.PrimaryDir+" "+r.Primary.Counter
+	}
+	if r.Retx.Source != "" {
+		n := r.Retx.Segments
+		row.SenderRetx = &n
+		if r.Retx.SentBytes > 0 {
+			row.RetxPerGB = r.Retx.PerGB
+		}
+	}
+	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU {
+			row.BusiestCPU, row.BusiestShare = c.CPU, c.Share
+		}
+	}
+	return row
+}
+
+// Compare lines up rows in the order given and flags each consecutive
+// pair whose steady state changed by at most CompareFlat while
+// retransmits per GB (else in total) grew at least CompareRetxFactor times.
+func Compare(rows []CompareRow, th Thresholds, u Units) *Comparison {
+	th = th.withDefaults()
+	c := &Comparison{Units: u, Rows: rows, Thresholds: th}
+	for i := 1; i < len(rows); i++ {
+		if f, ok := limiterSignature(rows[i-1], rows[i], th, u); ok {
+			c.Flags = append(c.Flags, CompareFlag{From: i - 1, To: i, Summary: f})
+		}
+	}
+	return c
+}
+
+// limiterSignature checks one pair of runs.
+func limiterSignature(a, b CompareRow, th Thresholds, u Units) (string, bool) {
+	if a.SteadyBps <= 0 || b.SteadyBps <= 0 || a.SenderRetx == nil || b.SenderRetx == nil {
+		return "", false
+	}
+	change := b.SteadyBps/a.SteadyBps - 1
+	var factor float64
+	what := "retransmits per GB"
+	switch {
+	case !math.IsNaN(a.RetxPerGB) && !math.IsNaN(b.RetxPerGB) && a.RetxPerGB > 0:
+		factor = b.RetxPerGB / a.RetxPerGB
+	case *a.SenderRetx > 0:
+		factor, what = float64(*b.SenderRetx)/float64(*a.SenderRetx), "retransmits"
+	default:
+		return "", false
+	}
+	if math.Abs(change) > th.CompareFlat || factor < th.CompareRetxFactor {
+		return "", false
+	}
+	s := fmt.Sprintf("rate-limiter signature: steady state %s -> %s (%+.1f%%, flat within %s) while %s grew x%.1f",
+		fmtRate(u, a.SteadyBps), fmtRate(u, b.SteadyBps), 100*change, pct(th.CompareFlat), what, factor)
+	if b.Streams > a.Streams && a.Streams > 0 {
+		s += fmt.Sprintf("; streams %d -> %d did not move throughput: rate-limited path confirmed", a.Streams, b.Streams)
+	}
+	return s, true
+}
+
+// ConfigInt returns the integer value of key in a manifest config (JSON
+// numbers decode as float64), or 0 when absent or not a number.
+func ConfigInt(c map[string]any, key string) int64 {
+	switch v := c[key].(type) {
+	case float64:
+		return int64(v)
+	case int:
+		return int64(v)
+	case int64:
+		return v
+	case uint32:
+		return int64(v)
+	case string:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// intOrDash formats n, or "-" for 0.
+func intOrDash(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// bytesOrDash formats a byte size in IEC units (128 KiB), or "-" for 0.
+func bytesOrDash(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return humanize.IBytes(uint64(n))
+}

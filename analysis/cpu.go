@@ -1,0 +1,217 @@
+package analysis
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// CPU window labels (Report.CPUWindow).
+const (
+	WindowSteady   = "steady state"
+	WindowWholeRun = "whole run"
+)
+
+// cpuWin accumulates one CPU over the CPU window.
+type cpuWin struct {
+	rxNs, txNs, ivNs, rxPkts, polls, exh uint64
+	maxShare                             float64
+	maxAt                                time.Time
+	intervals, busiest                   int
+}
+
+// busiestAt is the largest NET_RX share of one interval and whose it is.
+type busiestAt struct {
+	cpu   int32
+	share float64
+}
+
+// cpuAcc accumulates the cpus table.
+type cpuAcc struct {
+	whole      bool
+	start, end time.Time
+	per        map[int32]*cpuWin
+	byInterval map[int64]busiestAt
+	heat       heatAcc
+	rows       int
+}
+
+// init sets the window: Primary's steady state, else the whole run.
+func (a *cpuAcc) init(b *builder) {
+	r := b.r
+	a.per, a.byInterval = map[int32]*cpuWin{}, map[int64]busiestAt{}
+	if w := r.steady(); w != nil {
+		r.CPUWindow, a.start, a.end = WindowSteady, w.SteadyStart, w.SteadyEnd
+	} else {
+		r.CPUWindow, a.start, a.end, a.whole = WindowWholeRun, r.RunStart, r.RunEnd, true
+	}
+	r.CPUWindowStart, r.CPUWindowEnd = a.start, a.end
+	a.heat.init(r.RunStart, r.RunEnd, r.Manifest.IntervalNs)
+}
+
+// add returns the batch function for trace.CPURow.
+func (a *cpuAcc) add(b *builder) func([]trace.CPURow) error {
+	return func(rows []trace.CPURow) error {
+		for i := range rows {
+			a.row(b, &rows[i])
+		}
+		return nil
+	}
+}
+
+func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
+	a.rows++
+	b.rows.add(x.Time, x.IntervalNs)
+	if !b.anom.plausibleNs("cpus.net_rx_softirq_ns", x.Time, x.IntervalNs, x.NetRxSoftirqNs) {
+		return
+	}
+	share := float64(x.NetRxSoftirqNs) / float64(x.IntervalNs)
+	a.heat.add(x.CPU, x.Time, x.IntervalNs, x.NetRxSoftirqNs)
+	if !a.whole && !inWindow(x.Time, x.IntervalNs, a.start, a.end) {
+		return
+	}
+	c := a.per[x.CPU]
+	if c == nil {
+		c = &cpuWin{}
+		a.per[x.CPU] = c
+	}
+	c.rxNs += x.NetRxSoftirqNs
+	c.txNs += min(x.NetTxSoftirqNs, uint64(x.IntervalNs))
+	c.ivNs += uint64(x.IntervalNs)
+	c.rxPkts += x.RxPackets
+	c.polls += x.NapiPolls
+	c.exh += x.NapiBudgetExhausted
+	c.intervals++
+	if share > c.maxShare || c.intervals == 1 {
+		c.maxShare, c.maxAt = share, x.Time
+	}
+	k := x.Time.UnixNano()
+	if cur, ok := a.byInterval[k]; !ok || share > cur.share || (share == cur.share && x.CPU < cur.cpu) {
+		a.byInterval[k] = busiestAt{x.CPU, share}
+	}
+}
+
+// finish sets Report.CPUs, BusiestCPU, the per-interval busiest figures
+// and the heat map.
+func (a *cpuAcc) finish(b *builder) {
+	r := b.r
+	if a.rows == 0 {
+		r.reasons[figCPU] = "no cpus rows: probes off"
+		return
+	}
+	shares := make([]float64, 0, len(a.byInterval))
+	for _, v := range a.byInterval {
+		shares = append(shares, v.share)
+		if c := a.per[v.cpu]; c != nil {
+			c.busiest++
+		}
+	}
+	r.CPUIntervals, r.BusiestMedianShare = len(shares), median(shares)
+	for cpu, c := range a.per {
+		r.CPUs = append(r.CPUs, c.stat(int(cpu)))
+	}
+	sort.Slice(r.CPUs, func(i, j int) bool { return r.CPUs[i].CPU < r.CPUs[j].CPU })
+	r.BusiestCPU = busiest(r.CPUs)
+	if len(r.CPUs) == 0 {
+		r.reasons[figCPU] = "no cpus rows in the " + r.CPUWindow
+	}
+	r.Heat = a.heat.result()
+}
+
+// stat converts the accumulator to a CPUStat.
+func (c *cpuWin) stat(cpu int) CPUStat {
+	s := CPUStat{CPU: cpu, MaxShare: c.maxShare, MaxAt: c.maxAt, RxPackets: c.rxPkts,
+		NapiPolls: c.polls, NapiExhausted: c.exh, Intervals: c.intervals, BusiestIntervals: c.busiest}
+	if c.ivNs > 0 {
+		s.Share, s.TxShare = float64(c.rxNs)/float64(c.ivNs), float64(c.txNs)/float64(c.ivNs)
+	}
+	if c.rxPkts > 0 {
+		s.PacketCostNs = float64(c.rxNs) / float64(c.rxPkts)
+	}
+	if c.polls > 0 {
+		s.ExhaustedRatio = float64(c.exh) / float64(c.polls)
+	}
+	return s
+}
+
+// busiest returns the CPU with the largest Share (lowest CPU number on
+// ties), or -1 for none. stats must be sorted by CPU.
+func busiest(stats []CPUStat) int {
+	best, bestShare := -1, -1.0
+	for _, s := range stats {
+		if s.Share > bestShare {
+			best, bestShare = s.CPU, s.Share
+		}
+	}
+	return best
+}
+
+// heatAcc bins NET_RX softirq time per CPU over the run.
+type heatAcc struct {
+	start  time.Time
+	binDur time.Duration
+	bins   int
+	cells  map[int32][]heatCell
+}
+
+type heatCell struct{ ns, iv uint64 }
+
+// init sizes the bins: one per interval, at most HeatBins.
+func (h *heatAcc) init(start, end time.Time, intervalNs int64) {
+	h.cells = map[int32][]heatCell{}
+	length := end.Sub(start)
+	if start.IsZero() || end.IsZero() || length <= 0 {
+		return
+	}
+	h.start, h.binDur = start, time.Duration(max(intervalNs, 1))
+	if length/h.binDur > HeatBins || intervalNs <= 0 {
+		h.binDur = (length + HeatBins - 1) / HeatBins
+	}
+	h.bins = int((length + h.binDur - 1) / h.binDur)
+}
+
+func (h *heatAcc) add(cpu int32, end time.Time, intervalNs int64, ns uint64) {
+	if h.bins == 0 {
+		return
+	}
+	mid := end.Add(-time.Duration(intervalNs) / 2)
+	i := int(mid.Sub(h.start) / h.binDur)
+	if i < 0 || i >= h.bins {
+		return
+	}
+	c := h.cells[cpu]
+	if c == nil {
+		c = make([]heatCell, h.bins)
+		h.cells[cpu] = c
+	}
+	c[i].ns += ns
+	c[i].iv += uint64(intervalNs)
+}
+
+// result returns the heat map, or nil when empty.
+func (h *heatAcc) result() *CPUHeat {
+	if len(h.cells) == 0 {
+		return nil
+	}
+	out := &CPUHeat{}
+	for i := range h.bins {
+		out.BinEnds = append(out.BinEnds, h.start.Add(time.Duration(i+1)*h.binDur))
+	}
+	for cpu := range h.cells {
+		out.CPUs = append(out.CPUs, int(cpu))
+	}
+	sort.Ints(out.CPUs)
+	for _, cpu := range out.CPUs {
+		row := make([]float64, h.bins)
+		for i, c := range h.cells[int32(cpu)] {
+			row[i] = math.NaN()
+			if c.iv > 0 {
+				row[i] = float64(c.ns) / float64(c.iv)
+			}
+		}
+		out.Share = append(out.Share, row)
+	}
+	return out
+}

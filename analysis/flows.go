@@ -1,0 +1,289 @@
+package analysis
+
+import (
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// FlowSummary is one flow (one socket's view in one namespace) over the run.
+type FlowSummary struct {
+	// Netns and Ifindex (the last non-zero one seen) locate the flow:
+	// rows of one socket on any interface of the namespace are merged.
+	// Family is 4 or 6, Proto the IP protocol (6 TCP). Src is the local end, Dst the remote end, as
+	// ip:port; Peer is Dst's address.
+	Netns   uint64
+	Ifindex int32
+	Family  uint8
+	Proto   uint8
+	Src     string
+	Dst     string
+	Peer    string
+	// Generator is true when the flow's endpoints match a traffic stream.
+	Generator bool
+	// Sending is true when the flow sent more than it received (the data
+	// sender's side; retransmits and cwnd mean something there).
+	Sending bool
+	// TxBytes, RxBytes (L2 bytes), TxPackets (segments) and Retransmits
+	// (segments, tcp_retransmit_skb) are whole-run sums.
+	TxBytes, RxBytes, TxPackets, Retransmits uint64
+	// SteadyBps is the flow's rate in its data direction (tx when Sending,
+	// else rx) over its rows in the steady state, bit/s; 0 without rows there.
+	SteadyBps float64
+	// WindowBps is the window-limited rate snd_cwnd × mss × 8 / srtt,
+	// time-weighted over the flow's steady-state rows, bit/s; 0 when those
+	// columns are null. WindowBytes is snd_cwnd × mss, time-weighted.
+	WindowBps, WindowBytes float64
+	// Cwnd (segments), MSS (bytes) and SrttUs (µs) are the last non-null
+	// values.
+	Cwnd, MSS, SrttUs uint32
+	// RTT is the flow's RTT; nil without samples.
+	RTT *RTTSummary
+}
+
+// WindowRatio returns SteadyBps / WindowBps, or 0 when either is unknown.
+func (f FlowSummary) WindowRatio() float64 {
+	if f.WindowBps <= 0 || f.SteadyBps <= 0 {
+		return 0
+	}
+	return f.SteadyBps / f.WindowBps
+}
+
+// PeerSummary is one remote address (flows.dst_addr) over all its flows.
+type PeerSummary struct {
+	Peer             string
+	Flows            int
+	TxBytes, RxBytes uint64
+	RTT              *RTTSummary
+}
+
+// flowKey identifies a flow: one socket's 5-tuple in one namespace. The
+// ifindex is not part of it: the tcp probe's rows (RTT, cwnd) carry no
+// interface, the netdev probe's rows (bytes) do, and they describe the
+// same socket.
+type flowKey struct {
+	netns        uint64
+	family       uint8
+	proto        uint8
+	src, dst     string
+	sport, dport uint16
+}
+
+// flowState accumulates one flow.
+type flowState struct {
+	tx, rx, txPkts, retx uint64
+	steadyTx, steadyRx   uint64
+	steadyNs, winNs      int64
+	winSum, winBytes     float64
+	cwnd, mss, srtt      uint32
+	ifindex              int32
+	lastSteady           int64 // end (UnixNano) of the last steady interval counted
+	rtt                  rttDist
+}
+
+// flowAcc accumulates the flows table.
+type flowAcc struct {
+	steady *Windows
+	flows  map[flowKey]*flowState
+	retx   series // all flows' retransmits per interval (count in Bytes)
+	total  uint64
+	rows   int
+}
+
+func (a *flowAcc) init(b *builder) {
+	a.steady, a.flows = b.r.steady(), map[flowKey]*flowState{}
+}
+
+// add returns the batch function for trace.FlowRow.
+func (a *flowAcc) add(b *builder) func([]trace.FlowRow) error {
+	return func(rows []trace.FlowRow) error {
+		for i := range rows {
+			a.row(b, &rows[i])
+		}
+		return nil
+	}
+}
+
+func (a *flowAcc) row(b *builder, x *trace.FlowRow) {
+	a.rows++
+	b.rows.add(x.Time, x.IntervalNs)
+	if !b.anom.plausible("flows.tx_bytes", x.Time, x.IntervalNs, x.TxBytes) ||
+		!b.anom.plausible("flows.rx_bytes", x.Time, x.IntervalNs, x.RxBytes) {
+		return
+	}
+	k := flowKey{x.Netns, x.Family, x.Proto, x.SrcAddr, x.DstAddr, x.SrcPort, x.DstPort}
+	f := a.flows[k]
+	if f == nil {
+		f = &flowState{}
+		a.flows[k] = f
+	}
+	if x.Ifindex != 0 {
+		f.ifindex = x.Ifindex
+	}
+	f.tx += x.TxBytes
+	f.rx += x.RxBytes
+	f.txPkts += x.TxPackets
+	f.retx += x.Retransmits
+	a.total += x.Retransmits
+	a.retx.add(x.Time, x.IntervalNs, x.Retransmits)
+	f.rtt.add(x)
+	f.last(x)
+	if a.steady != nil && a.steady.InSteady(x.Time, x.IntervalNs) {
+		f.steadyRow(x)
+	}
+}
+
+// last keeps the last non-null cwnd, mss and srtt.
+func (f *flowState) last(x *trace.FlowRow) {
+	if x.SndCwnd != nil {
+		f.cwnd = *x.SndCwnd
+	}
+	if x.MSS != nil {
+		f.mss = *x.MSS
+	}
+	if x.SrttUs != nil {
+		f.srtt = *x.SrttUs
+	}
+}
+
+// steadyRow adds a steady-state row's bytes and window-limited rate.
+func (f *flowState) steadyRow(x *trace.FlowRow) {
+	f.steadyTx += x.TxBytes
+	f.steadyRx += x.RxBytes
+	if end := x.Time.UnixNano(); end != f.lastSteady {
+		// one socket's rows of one interval (netdev bytes, tcp RTT) count its time once
+		f.steadyNs += x.IntervalNs
+		f.lastSteady = end
+	}
+	if x.SndCwnd == nil || x.MSS == nil || x.SrttUs == nil || *x.SrttUs == 0 {
+		return
+	}
+	win := float64(*x.SndCwnd) * float64(*x.MSS)
+	f.winSum += win * 8 / (float64(*x.SrttUs) / 1e6) * float64(x.IntervalNs)
+	f.winBytes += win * float64(x.IntervalNs)
+	f.winNs += x.IntervalNs
+}
+
+// finish sets Report.Flows, Peers, RTT, RTTHist and FlowRetransmits.
+func (a *flowAcc) finish(b *builder) {
+	r := b.r
+	if a.rows == 0 {
+		r.reasons[figRTT] = "no flows rows: probes off"
+		r.reasons[figFlowRetx] = "no flows rows: probes off"
+	}
+	var all rttDist
+	peers := map[string]*peerState{}
+	for k, f := range a.flows {
+		s := f.summary(k, b.traffic.endpoints)
+		r.Flows = append(r.Flows, s)
+		all.merge(&f.rtt)
+		peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
+	}
+	sort.Slice(r.Flows, func(i, j int) bool { return flowLess(r.Flows[i], r.Flows[j]) })
+	r.Peers = peerSummaries(peers)
+	if r.RTT = all.summary(); r.RTT == nil && a.rows > 0 {
+		r.reasons[figRTT] = "no RTT samples in flows rows"
+	}
+	r.RTTHist = all.histogram()
+	if a.rows > 0 {
+		if p, off := retransmitProbeOff(r.Manifest); off {
+			r.reasons[figFlowRetx] = "probe " + p.Name + " not attached: " + orDash(p.Reason)
+		} else {
+			t := a.total
+			r.FlowRetransmits = &t
+		}
+	}
+}
+
+// flowLess orders flows by bytes, then by endpoints.
+func flowLess(a, b FlowSummary) bool {
+	if a.TxBytes+a.RxBytes != b.TxBytes+b.RxBytes {
+		return a.TxBytes+a.RxBytes > b.TxBytes+b.RxBytes
+	}
+	if a.Src != b.Src {
+		return a.Src < b.Src
+	}
+	return a.Dst < b.Dst
+}
+
+// summary converts the accumulator to a FlowSummary.
+func (f *flowState) summary(k flowKey, endpoints map[string]bool) FlowSummary {
+	s := FlowSummary{Netns: k.netns, Ifindex: f.ifindex, Family: k.family, Proto: k.proto,
+		Src: addrPort(k.src, k.sport), Dst: addrPort(k.dst, k.dport), Peer: k.dst,
+		Sending: f.tx > f.rx, TxBytes: f.tx, RxBytes: f.rx, TxPackets: f.txPkts, Retransmits: f.retx,
+		Cwnd: f.cwnd, MSS: f.mss, SrttUs: f.srtt, RTT: f.rtt.summary()}
+	s.Generator = endpoints[s.Src+">"+s.Dst]
+	if f.steadyNs > 0 {
+		bytes := f.steadyRx
+		if s.Sending {
+			bytes = f.steadyTx
+		}
+		s.SteadyBps = float64(bytes) * 8 / time.Duration(f.steadyNs).Seconds()
+	}
+	if f.winNs > 0 {
+		s.WindowBps = f.winSum / float64(f.winNs)
+		s.WindowBytes = f.winBytes / float64(f.winNs)
+	}
+	return s
+}
+
+// addrPort formats ip:port canonically ([v6]:port), or "addr:port" when
+// the address does not parse.
+func addrPort(addr string, port uint16) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr + ":" + strconv.Itoa(int(port))
+	}
+	return netip.AddrPortFrom(a, port).String()
+}
+
+// peerState accumulates one peer.
+type peerState struct {
+	PeerSummary
+	rtt rttDist
+}
+
+// add adds a flow to p (allocating p when nil) and returns it.
+func (p *peerState) add(s FlowSummary, d *rttDist) *peerState {
+	if p == nil {
+		p = &peerState{PeerSummary: PeerSummary{Peer: s.Peer}}
+	}
+	p.Flows++
+	p.TxBytes += s.TxBytes
+	p.RxBytes += s.RxBytes
+	p.rtt.merge(d)
+	return p
+}
+
+// peerSummaries returns the peers by bytes, then address.
+func peerSummaries(m map[string]*peerState) []PeerSummary {
+	out := make([]PeerSummary, 0, len(m))
+	for _, p := range m {
+		s := p.PeerSummary
+		s.RTT = p.rtt.summary()
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		bi, bj := out[i].TxBytes+out[i].RxBytes, out[j].TxBytes+out[j].RxBytes
+		if bi != bj {
+			return bi > bj
+		}
+		return out[i].Peer < out[j].Peer
+	})
+	return out
+}
+
+// retransmitProbeOff returns the manifest's tcp_retransmit_skb probe when
+// it is listed as not attached.
+func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
+	for _, p := range m.Probes {
+		if strings.Contains(p.Hook, "tcp_retransmit_skb") && !p.Attached {
+			return p, true
+		}
+	}
+	return trace.Probe{}, false
+}

@@ -1,0 +1,176 @@
+package htmlreport
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+	"github.com/go-echarts/go-echarts/v2/render"
+
+	"github.com/netprof/netprof/analysis"
+)
+
+// chart is one rendered plot, or the reason there is none.
+type chart struct {
+	Title   string
+	Missing string
+	snippet render.ChartSnippet
+}
+
+// init returns the size and ID options every chart uses.
+func initOpts(id string) charts.GlobalOpts {
+	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "1100px", Height: "420px"})
+}
+
+// secondsSince labels points by seconds since the run start.
+func secondsSince(start, t time.Time) string { return fmt.Sprintf("%.1f", t.Sub(start).Seconds()) }
+
+// throughputChart plots the primary direction's counters per interval with
+// peak, steady state and whole run of the primary counter marked.
+func throughputChart(r *analysis.Report) chart {
+	c := chart{Title: "Throughput over time"}
+	if r.Primary == nil || len(r.Primary.Points) == 0 {
+		c.Missing = "no throughput measured"
+		return c
+	}
+	d := &r.Rx
+	if r.PrimaryDir == "tx" {
+		d = &r.Tx
+	}
+	u := r.Units
+	x := make([]string, len(r.Primary.Points))
+	for i, p := range r.Primary.Points {
+		x[i] = secondsSince(r.RunStart, p.End)
+	}
+	line := charts.NewLine()
+	line.SetGlobalOptions(initOpts("np_throughput"),
+		charts.WithTitleOpts(opts.Title{Title: "Throughput " + d.Name + " (" + u.RateUnit() + ", per interval)",
+			Subtitle: "marked: peak, steady state and whole run of " + r.Primary.Label}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
+		charts.WithXAxisOpts(opts.XAxis{Name: "s since run start"}),
+		charts.WithYAxisOpts(opts.YAxis{Name: u.RateUnit()}))
+	line.SetXAxis(x)
+	for _, rt := range d.Rates {
+		if rt.W == nil {
+			continue
+		}
+		byEnd := map[int64]float64{}
+		for _, p := range rt.Points {
+			byEnd[p.End.UnixNano()] = u.Rate(p.RateBps())
+		}
+		data := make([]opts.LineData, len(r.Primary.Points))
+		for i, p := range r.Primary.Points {
+			v, ok := byEnd[p.End.UnixNano()]
+			if !ok {
+				data[i] = opts.LineData{Value: nil}
+				continue
+			}
+			data[i] = opts.LineData{Value: round3(v)}
+		}
+		var so []charts.SeriesOpts
+		if rt.Counter == r.Primary.Counter {
+			w := rt.W
+			so = append(so, charts.WithMarkLineNameYAxisItemOpts(
+				opts.MarkLineNameYAxisItem{Name: "peak", YAxis: round3(u.Rate(w.PeakBps))},
+				opts.MarkLineNameYAxisItem{Name: "steady state", YAxis: round3(u.Rate(w.SteadyBps))},
+				opts.MarkLineNameYAxisItem{Name: "whole run", YAxis: round3(u.Rate(w.WholeRunBps))}),
+				charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Label: &opts.Label{Show: opts.Bool(true), Formatter: "{b}: {c}"}}))
+		}
+		line.AddSeries(rt.Label, data, so...)
+	}
+	c.snippet = line.RenderSnippet()
+	return c
+}
+
+// heatChart plots the per-CPU NET_RX softirq share over time.
+func heatChart(r *analysis.Report) chart {
+	c := chart{Title: "Per-CPU NET_RX softirq share"}
+	h := r.Heat
+	if h == nil || len(h.CPUs) == 0 {
+		c.Missing = "no cpus rows (probes off)"
+		return c
+	}
+	x := make([]string, len(h.BinEnds))
+	for i, t := range h.BinEnds {
+		x[i] = secondsSince(r.RunStart, t)
+	}
+	y := make([]string, len(h.CPUs))
+	var data []opts.HeatMapData
+	for ci, cpu := range h.CPUs {
+		y[ci] = fmt.Sprintf("CPU %d", cpu)
+		for bi, v := range h.Share[ci] {
+			if !math.IsNaN(v) {
+				data = append(data, opts.HeatMapData{Value: [3]any{bi, ci, round3(100 * v)}})
+			}
+		}
+	}
+	hm := charts.NewHeatMap()
+	hm.SetGlobalOptions(initOpts("np_cpu_heat"),
+		charts.WithTitleOpts(opts.Title{Title: "NET_RX softirq, % of each CPU's time (cpus.net_rx_softirq_ns / interval_ns)"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "s since run start", Data: x}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: y}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: 100,
+			Orient: "vertical", Right: "0", Top: "middle", Text: []string{"100%", "0%"}}))
+	hm.SetXAxis(x)
+	hm.AddSeries("NET_RX %", data)
+	c.snippet = hm.RenderSnippet()
+	return c
+}
+
+// rttChart plots the RTT histogram (per-interval p50s weighted by samples).
+func rttChart(r *analysis.Report) chart {
+	c := chart{Title: "RTT histogram"}
+	if len(r.RTTHist) == 0 {
+		c.Missing = "no RTT samples"
+		return c
+	}
+	x := make([]string, len(r.RTTHist))
+	data := make([]opts.BarData, len(r.RTTHist))
+	for i, b := range r.RTTHist {
+		x[i] = fmt.Sprintf("%d-%d", b.LoUs, b.HiUs)
+		data[i] = opts.BarData{Value: b.Samples}
+	}
+	bar := charts.NewBar()
+	bar.SetGlobalOptions(initOpts("np_rtt_hist"),
+		charts.WithTitleOpts(opts.Title{Title: "TCP RTT (µs): per-interval p50 of each flow, weighted by rtt_samples"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Name: "µs"}),
+		charts.WithYAxisOpts(opts.YAxis{Name: "samples"}))
+	bar.SetXAxis(x).AddSeries("samples", data)
+	c.snippet = bar.RenderSnippet()
+	return c
+}
+
+// retxChart plots the sender's retransmits per interval.
+func retxChart(r *analysis.Report) chart {
+	c := chart{Title: "Retransmits over time"}
+	if len(r.RetxTimeline) == 0 {
+		c.Missing = "no sender retransmits recorded"
+		return c
+	}
+	x := make([]string, len(r.RetxTimeline))
+	data := make([]opts.BarData, len(r.RetxTimeline))
+	for i, p := range r.RetxTimeline {
+		x[i] = secondsSince(r.RunStart, p.End)
+		data[i] = opts.BarData{Value: p.Count}
+	}
+	bar := charts.NewBar()
+	bar.SetGlobalOptions(initOpts("np_retx"),
+		charts.WithTitleOpts(opts.Title{Title: "Sender retransmits per interval (segments; " + r.Retx.Source + ")"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Name: "s since run start"}),
+		charts.WithYAxisOpts(opts.YAxis{Name: "segments"}))
+	bar.SetXAxis(x).AddSeries("retransmits", data)
+	c.snippet = bar.RenderSnippet()
+	return c
+}
+
+// round3 rounds to 3 decimals (smaller pages, same plots).
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -1,0 +1,137 @@
+package htmlreport
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/analysis"
+	"github.com/netprof/netprof/analysis/analysistest"
+)
+
+// report builds a report with every plot's data from a synthetic run.
+func report(t *testing.T) *analysis.Report {
+	t.Helper()
+	s := analysistest.Scenario{Intervals: 20, RatedMbps: 10_000, RetxFraction: 0.001,
+		RateBps: func(i int) float64 { return float64(1+min(i, 5)) * 1e9 }}
+	ifaces, cpus, flows, traffic := s.Tables()
+	r, err := analysis.BuildTables(s.Manifest(), analysis.Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Dir = "/runs/synthetic"
+	return r
+}
+
+func renderPage(t *testing.T, r *analysis.Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, r, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// The embedded library is the npm release it claims to be.
+func TestEmbeddedEcharts(t *testing.T) {
+	sum := sha256.Sum256([]byte(echartsJS))
+	if got := hex.EncodeToString(sum[:]); got != echartsSHA256 {
+		t.Errorf("assets/echarts.min.js sha256 %s, want %s (echarts@%s dist/echarts.min.js)", got, echartsSHA256, EchartsVersion)
+	}
+}
+
+// The page is self-contained: no script, style or image is fetched.
+func TestSelfContained(t *testing.T) {
+	out := renderPage(t, report(t))
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).FindString(out); m != "" {
+		t.Errorf("page loads %q from the network", m)
+	}
+	for _, want := range []string{"echarts.init", "np_throughput", "np_cpu_heat", "np_rtt_hist", "np_retx",
+		`"name":"steady state"`, `"name":"peak"`, `"name":"whole run"`, "wire-bound", "Throughput rx, interface veth-b"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if !strings.Contains(out, echartsJS[:200]) {
+		t.Error("echarts library not inlined")
+	}
+}
+
+// Plots without data say why instead of drawing an empty chart.
+func TestMissingPlots(t *testing.T) {
+	r, err := analysis.Build(analysistest.Scenario{}.Manifest(), nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := renderPage(t, r)
+	for _, want := range []string{"n/a (no throughput measured)", "n/a (no cpus rows (probes off))", "n/a (no RTT samples)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// chromium returns the headless browser, or skips the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	const reason = "chromium not installed (Debian package chromium): HTML not rendered"
+	if os.Getenv("NETPROF_REQUIRE_CHROMIUM") == "1" {
+		t.Fatalf("%s, but NETPROF_REQUIRE_CHROMIUM=1", reason)
+	}
+	t.Skip(reason)
+	return ""
+}
+
+// The page renders in a real browser: every chart draws a canvas and the
+// console shows no script error.
+func TestRendersInChromium(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(file, []byte(renderPage(t, report(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0",
+		"--virtual-time-budget=5000", "--dump-dom", "file://"+file)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, tail(stderr.String()))
+	}
+	dom := stdout.String()
+	for _, id := range []string{"np_throughput", "np_cpu_heat", "np_rtt_hist", "np_retx"} {
+		re := regexp.MustCompile(`id="` + id + `"[^>]*>\s*<div[^>]*>\s*<canvas`)
+		if !re.MatchString(dom) {
+			t.Errorf("chart %s drew no canvas", id)
+		}
+	}
+	for _, bad := range []string{"Uncaught", "ERROR:CONSOLE", "SyntaxError", "ReferenceError", "TypeError"} {
+		if strings.Contains(stderr.String(), bad) {
+			t.Errorf("browser console reports %q:\n%s", bad, tail(stderr.String()))
+		}
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 3000 {
+		return s[len(s)-3000:]
+	}
+	return s
+}

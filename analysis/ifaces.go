@@ -1,0 +1,211 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/netprof/netprof/trace"
+)
+
+// ifaceKey identifies an interface: its name within a network namespace
+// (netns 0 matches any namespace, for manifests that do not record it).
+type ifaceKey struct {
+	name  string
+	netns uint64
+}
+
+// match reports whether the row belongs to the interface.
+func (k ifaceKey) match(x *trace.IfaceRow) bool {
+	return x.Ifname == k.name && (k.netns == 0 || x.Netns == k.netns)
+}
+
+// ifaceSide accumulates one direction of one interface.
+type ifaceSide struct {
+	key                  ifaceKey
+	chosen               bool
+	netlink, bpf, wire   series
+	rows, nullBpf, nullW int
+	bpfPackets           uint64
+	bpfPacketsSet        bool
+}
+
+// dirCols are one direction's columns of an ifaces row.
+type dirCols struct {
+	bytes              uint64
+	bpf, pkts, wireHdr *uint64
+}
+
+func colsOf(x *trace.IfaceRow, dir string) dirCols {
+	if dir == "tx" {
+		return dirCols{x.TxBytes, x.BpfTxBytes, x.BpfTxPackets, x.BpfTxWireBytes}
+	}
+	return dirCols{x.RxBytes, x.BpfRxBytes, x.BpfRxPackets, x.BpfRxWireBytes}
+}
+
+// add adds a row of the side's interface.
+func (s *ifaceSide) add(b *builder, x *trace.IfaceRow, dir string) {
+	s.rows++
+	c := colsOf(x, dir)
+	pre := "ifaces." + dir + "_bytes of " + s.key.name
+	if b.anom.plausible(pre, x.Time, x.IntervalNs, c.bytes) {
+		s.netlink.add(x.Time, x.IntervalNs, c.bytes)
+	} else {
+		s.netlink.exclude(x.Time)
+	}
+	if c.bpf == nil {
+		s.nullBpf++
+	} else if b.anom.plausible("ifaces.bpf_"+dir+"_bytes of "+s.key.name, x.Time, x.IntervalNs, *c.bpf) {
+		s.bpf.add(x.Time, x.IntervalNs, *c.bpf)
+	} else {
+		s.bpf.exclude(x.Time)
+	}
+	if c.wireHdr == nil || c.pkts == nil {
+		s.nullW++
+		return
+	}
+	w := *c.wireHdr + EthernetOverheadBytes*(*c.pkts)
+	if b.anom.plausible("ifaces.bpf_"+dir+"_wire_bytes of "+s.key.name, x.Time, x.IntervalNs, w) {
+		s.wire.add(x.Time, x.IntervalNs, w)
+		s.bpfPackets += *c.pkts
+		s.bpfPacketsSet = true
+	} else {
+		s.wire.exclude(x.Time)
+	}
+}
+
+// scanIfaces picks the receiving and sending interfaces (manifest roles,
+// else the largest rx / tx total) and accumulates their series.
+func (b *builder) scanIfaces(src source[trace.IfaceRow]) error {
+	totals := map[ifaceKey][2]uint64{}
+	err := scanTable(b, trace.IfacesFile, src, func(rows []trace.IfaceRow) error {
+		for i := range rows {
+			x := &rows[i]
+			b.rows.add(x.Time, x.IntervalNs)
+			k := ifaceKey{x.Ifname, x.Netns}
+			t := totals[k]
+			totals[k] = [2]uint64{t[0] + x.RxBytes, t[1] + x.TxBytes}
+		}
+		return nil
+	})
+	if err != nil || len(totals) == 0 {
+		return err
+	}
+	b.rx.key, b.rx.chosen = b.pickIface(totals, trace.RoleReceiver, 0)
+	b.tx.key, b.tx.chosen = b.pickIface(totals, trace.RoleSender, 1)
+	return scanTable(b, trace.IfacesFile, src, func(rows []trace.IfaceRow) error {
+		for i := range rows {
+			if b.rx.chosen && b.rx.key.match(&rows[i]) {
+				b.rx.add(b, &rows[i], "rx")
+			}
+			if b.tx.chosen && b.tx.key.match(&rows[i]) {
+				b.tx.add(b, &rows[i], "tx")
+			}
+		}
+		return nil
+	})
+}
+
+// pickIface returns the manifest interface with the role when it has rows,
+// else the interface with the largest total (column col: 0 rx, 1 tx;
+// lexically first on ties).
+func (b *builder) pickIface(totals map[ifaceKey][2]uint64, role string, col int) (ifaceKey, bool) {
+	for _, mi := range b.r.Manifest.Interfaces {
+		if mi.Role != role {
+			continue
+		}
+		k := ifaceKey{name: mi.Name, netns: mi.Netns}
+		for t := range totals {
+			if t.name == k.name && (k.netns == 0 || t.netns == k.netns) {
+				return k, true
+			}
+		}
+		b.r.note("manifest's " + role + " interface " + mi.Name + " has no ifaces rows")
+	}
+	var best ifaceKey
+	var bestTotal uint64
+	first := true
+	for k, t := range totals {
+		v := t[col]
+		if first || v > bestTotal || (v == bestTotal && (k.name < best.name || (k.name == best.name && k.netns < best.netns))) {
+			best, bestTotal, first = k, v, false
+		}
+	}
+	dir := []string{"rx", "tx"}[col]
+	if bestTotal == 0 {
+		b.r.note(fmt.Sprintf("no interface marked %s and none with %s_bytes: no %s interface figures", role, dir, dir))
+		return ifaceKey{}, false
+	}
+	b.r.note(fmt.Sprintf("no interface marked %s: using %s (largest %s_bytes total)", role, best.name, dir))
+	return best, true
+}
+
+// direction builds one direction's rates.
+func (b *builder) direction(name string, side *ifaceSide, app *series, role string) Direction {
+	d := Direction{Name: name, Iface: side.key.name, IfaceNetns: side.key.netns, IfaceMTU: b.mtu(side.key)}
+	iface := orDash(side.key.name)
+	appRate := Rate{Counter: CounterApp, Label: "application (" + role + " payload)",
+		Source: "traffic.app_bytes, role " + role}
+	if app.empty() {
+		appRate.Missing = "no " + role + " traffic rows"
+	} else {
+		appRate.Points = app.points()
+		appRate.W = b.compute(appRate.Points)
+	}
+	kernel := map[string]string{"rx": "netif_receive_skb", "tx": "net_dev_start_xmit"}[name]
+	d.Rates = []Rate{appRate,
+		b.ifaceRate(side, &side.netlink, CounterNetlink, "interface "+name+" (netlink, "+iface+", incl. L2 headers)",
+			"ifaces."+name+"_bytes (netlink stats64)", side.rows, 0),
+		b.ifaceRate(side, &side.bpf, CounterBPF, "interface "+name+" (bpf, "+iface+")",
+			"ifaces.bpf_"+name+"_bytes ("+kernel+")", side.rows, side.nullBpf),
+		b.ifaceRate(side, &side.wire, CounterWire, "wire estimate "+name+" ("+iface+", + 24 B/segment)",
+			fmt.Sprintf("ifaces.bpf_%s_wire_bytes + %d B x ifaces.bpf_%s_packets", name, EthernetOverheadBytes, name),
+			side.rows, side.nullW),
+	}
+	return d
+}
+
+// ifaceRate builds one interface counter's rate; nulls of a BPF column make
+// it missing (all rows) or noted (some rows).
+func (b *builder) ifaceRate(side *ifaceSide, s *series, counter, label, src string, rows, nulls int) Rate {
+	rt := Rate{Counter: counter, Label: label, Source: src}
+	switch {
+	case !side.chosen || rows == 0:
+		rt.Missing = "no ifaces rows"
+		return rt
+	case nulls == rows:
+		rt.Missing = "bpf columns null: probes off"
+		return rt
+	}
+	rt.Points = s.points()
+	rt.W = b.compute(rt.Points)
+	return rt
+}
+
+// compute returns the windows of points over the run.
+func (b *builder) compute(points []Point) *Windows {
+	w := ComputeWindows(points, b.r.RunStart, b.r.RunEnd)
+	return &w
+}
+
+// mtu returns the manifest MTU of the interface, or 0.
+func (b *builder) mtu(k ifaceKey) int {
+	for _, mi := range b.r.Manifest.Interfaces {
+		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) {
+			return mi.MTU
+		}
+	}
+	return 0
+}
+
+// notePartialNulls notes BPF columns null in some (not all) rows of the
+// chosen interfaces.
+func (b *builder) notePartialNulls() {
+	for _, s := range []struct {
+		side *ifaceSide
+		dir  string
+	}{{&b.rx, "rx"}, {&b.tx, "tx"}} {
+		if n := s.side.nullBpf; n > 0 && n < s.side.rows {
+			b.r.note(fmt.Sprintf("bpf_%s_bytes null in %d of %d intervals of %s: bpf figures cover the others only",
+				s.dir, n, s.side.rows, s.side.key.name))
+		}
+	}
+}

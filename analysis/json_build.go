@@ -1,0 +1,123 @@
+package analysis
+
+// JSON returns the report in its machine-readable form (decimal units
+// whatever r.Units says).
+func (r *Report) JSON() JSONReport {
+	out := JSONReport{
+		RunDir: r.Dir, Status: r.Manifest.Status, RunStart: r.RunStart, RunEnd: r.RunEnd,
+		RatedGbps: optF(r.RatedBps/1e9, true), RatedSource: r.RatedSource,
+		Throughput: JSONThroughput{Rx: jsonDirection(&r.Rx), Tx: jsonDirection(&r.Tx)},
+		CPUWindow:  r.CPUWindow, CPUs: []JSONCPU{}, Peers: []JSONPeer{}, Flows: []JSONFlow{},
+		BDP: jsonBDP(r.BDP), Retransmits: jsonRetx(r), Verdicts: []JSONVerdict{},
+		FiredVerdicts: append([]string{}, r.FiredVerdicts()...), Notes: append([]string{}, r.Notes...),
+	}
+	if r.Primary != nil {
+		out.PrimaryCounter = r.PrimaryDir + " " + r.Primary.Counter
+	}
+	for _, c := range r.CPUs {
+		out.CPUs = append(out.CPUs, JSONCPU{CPU: c.CPU, NetRxSharePct: 100 * c.Share, NetTxSharePct: 100 * c.TxShare,
+			MaxIntervalPct: 100 * c.MaxShare, RxPackets: c.RxPackets, PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0),
+			NapiPolls: c.NapiPolls, NapiExhausted: c.NapiExhausted, NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0),
+			BusiestIntervals: c.BusiestIntervals, IntervalsInWindow: c.Intervals})
+	}
+	if r.BusiestCPU >= 0 && len(r.CPUs) > 0 {
+		b := r.BusiestCPU
+		out.BusiestCPU, out.BusiestMedian = &b, optF(100*r.BusiestMedianShare, false)
+	}
+	out.RTT = jsonRTT(r.RTT)
+	for _, p := range r.Peers {
+		out.Peers = append(out.Peers, JSONPeer{Peer: p.Peer, Flows: p.Flows, TxBytes: p.TxBytes, RxBytes: p.RxBytes, RTT: jsonRTT(p.RTT)})
+	}
+	for _, f := range r.Flows {
+		out.Flows = append(out.Flows, jsonFlow(f))
+	}
+	for _, v := range r.Verdicts {
+		out.Verdicts = append(out.Verdicts, JSONVerdict{Rule: v.Rule, Status: string(v.Status), Summary: v.Summary,
+			Evidence: append([]string{}, v.Evidence...), Thresholds: append([]string{}, v.Thresholds...)})
+	}
+	return out
+}
+
+func jsonDirection(d *Direction) JSONDirection {
+	out := JSONDirection{Interface: d.Iface, MTU: d.IfaceMTU}
+	for _, rt := range d.Rates {
+		w := jsonWindows(rt)
+		switch rt.Counter {
+		case CounterApp:
+			out.Application = w
+		case CounterNetlink:
+			out.InterfaceNetlink = w
+		case CounterBPF:
+			out.InterfaceBPF = w
+		case CounterWire:
+			out.WireEstimate = w
+		}
+	}
+	if g := d.Gap; g != nil {
+		out.Gap = &JSONGap{AppBytes: g.AppBytes, WireBytes: g.WireBytes, Pct: g.Pct, MTU: g.MTU, MSS: g.MSS,
+			ExpectedPct: optF(g.ExpectedPct, true)}
+	}
+	return out
+}
+
+func jsonWindows(rt Rate) *JSONWindows {
+	w := rt.W
+	if w == nil {
+		return nil
+	}
+	return &JSONWindows{
+		Source:   rt.Source,
+		PeakGbps: w.PeakBps / 1e9, PeakAt: optTime(w.PeakAt),
+		SteadyGbps: w.SteadyBps / 1e9, SteadyApprox: w.SteadyApprox,
+		SteadyStart: optTime(w.SteadyStart), SteadyEnd: optTime(w.SteadyEnd),
+		SteadyIntervals: w.SteadyIntervals, SteadyCVPct: 100 * w.SteadyCV,
+		WholeRunGbps: w.WholeRunBps / 1e9, P50Gbps: w.P50Bps / 1e9, P95Gbps: w.P95Bps / 1e9,
+		ActiveStart: optTime(w.ActiveStart), ActiveEnd: optTime(w.ActiveEnd),
+		ActiveSeconds: w.ActiveLength().Seconds(), ActiveIntervals: w.ActiveIntervals,
+		TotalBytes: w.TotalBytes, Intervals: w.Intervals,
+	}
+}
+
+func jsonRTT(t *RTTSummary) *JSONRTT {
+	if t == nil {
+		return nil
+	}
+	return &JSONRTT{P50Us: t.P50Us, P99Us: t.P99Us, MinUs: t.MinUs, MaxUs: t.MaxUs, KernelMinUs: t.KernelMinUs, Samples: t.Samples}
+}
+
+func jsonFlow(f FlowSummary) JSONFlow {
+	return JSONFlow{Src: f.Src, Dst: f.Dst, Netns: f.Netns, Proto: f.Proto, Generator: f.Generator, Sending: f.Sending,
+		TxBytes: f.TxBytes, RxBytes: f.RxBytes, Retransmits: f.Retransmits, SteadyGbps: f.SteadyBps / 1e9,
+		WindowGbps: optF(f.WindowBps/1e9, true), WindowBytes: optF(f.WindowBytes, true),
+		CwndSegments: f.Cwnd, MSSBytes: f.MSS, SrttUs: f.SrttUs, RTT: jsonRTT(f.RTT),
+		WindowRatioPct: optF(100*f.WindowRatio(), true)}
+}
+
+func jsonBDP(d BDP) JSONBDP {
+	out := JSONBDP{RateGbps: d.RateBps / 1e9, MinRTTUs: d.MinRTTUs, Bytes: d.Bytes,
+		TargetGbps: optF(d.TargetBps/1e9, true), TargetBytes: optF(d.TargetBytes, true),
+		PerStreamGbps: optF(d.PerStreamBps/1e9, true), PerStreamWindow: optF(d.PerStreamWindow, true), Missing: d.Missing}
+	if d.Streams > 0 {
+		s := d.Streams
+		out.Streams = &s
+	}
+	return out
+}
+
+func jsonRetx(r *Report) JSONRetransmits {
+	x := r.Retx
+	out := JSONRetransmits{SenderTCPInfo: r.SenderRetransmits, BPF: r.FlowRetransmits, Source: x.Source,
+		FirstHalf: x.FirstHalf, SecondHalf: x.SecondHalf,
+		FirstPerGB: optF(x.FirstPerGB, false), SecondPerGB: optF(x.SecondPerGB, false)}
+	if x.Source == "" {
+		out.FirstPerGB, out.SecondPerGB = nil, nil
+	}
+	if x.SentBytes > 0 {
+		out.PerGB = optF(x.PerGB, false)
+	}
+	if x.SegmentsSent > 0 {
+		s := x.SegmentsSent
+		out.SegmentsSent, out.SharePct = &s, optF(100*x.Fraction, false)
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package analysis
+
+import "time"
+
+// MaxPlausibleBps is the rate above which an interval's byte delta is taken
+// for a counter that went backwards or wrapped when no rated link speed is
+// known (10 Tbit/s). With a rated speed the limit is PlausibleFactor × it.
+const MaxPlausibleBps = 10e12
+
+// PlausibleFactor times the rated link speed is the largest rate an
+// interval may show before its delta is flagged and excluded.
+const PlausibleFactor = 10
+
+// Options configures an analysis. The zero value is valid: decimal units,
+// rated speed from the manifest, DefaultThresholds.
+type Options struct {
+	// Units selects decimal (Gbit/s) or binary (Gibit/s, GiB/s) output.
+	Units Units
+	// LinkSpeedBps is the rated link speed in bit/s; 0 takes the
+	// manifest's rated_speed_mbps of the receiving (else sending)
+	// interface. It overrides the manifest when set (`--link-speed`).
+	LinkSpeedBps float64
+	// TargetBps is the rate the streams-needed figure aims for, bit/s
+	// (`--target`); 0 uses the rated link speed.
+	TargetBps float64
+	// Thresholds are the verdict rules' thresholds; zero fields take
+	// DefaultThresholds' values.
+	Thresholds Thresholds
+}
+
+// Thresholds are the numbers the verdict rules compare against. Each
+// verdict prints the ones it used.
+type Thresholds struct {
+	// SoftirqShare: a CPU whose NET_RX softirq time is at least this
+	// fraction of its steady-state time is saturated (0.90).
+	SoftirqShare float64
+	// NapiExhausted: a CPU whose napi_budget_exhausted / napi_polls over
+	// the steady state is at least this keeps exhausting its budget (0.50).
+	NapiExhausted float64
+	// WireFraction: steady state at or above this fraction of the rated
+	// speed is wire-bound; softirq-bound and rate-limited need the link
+	// below it (0.90).
+	WireFraction float64
+	// FlatCV: steady-state interval rates whose coefficient of variation
+	// is at most this are "flat" (0.05).
+	FlatCV float64
+	// RetxHigh: sender retransmitted segments / segments sent at or above
+	// this is high (0.005 = 0.5%).
+	RetxHigh float64
+	// WindowRatio: a sending flow whose steady rate is at least this
+	// fraction of snd_cwnd × mss / srtt is window-limited (0.80).
+	WindowRatio float64
+	// WindowFlows: the run is window-limited when at least this fraction
+	// of its sending flows are (0.50).
+	WindowFlows float64
+	// AppLimitedRatio: sending flows at or below this fraction of their
+	// window-limited rate did not fill their window (0.50).
+	AppLimitedRatio float64
+	// HairpinExpectRTT is the min RTT expected of an on-link peer
+	// (150 µs); HairpinFactor × it is the threshold (2).
+	HairpinExpectRTT time.Duration
+	HairpinFactor    float64
+	// MinRTTSamples is the fewest RTT samples a peer needs to be judged
+	// (10).
+	MinRTTSamples uint64
+	// CompareFlat: in compare, throughput changed by at most this
+	// fraction counts as flat (0.05); CompareRetxFactor: retransmits per
+	// GB grew at least this many times (2).
+	CompareFlat       float64
+	CompareRetxFactor float64
+}
+
+// DefaultThresholds returns the thresholds documented on Thresholds.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
+		SoftirqShare: 0.90, NapiExhausted: 0.50, WireFraction: 0.90, FlatCV: 0.05,
+		RetxHigh: 0.005, WindowRatio: 0.80, WindowFlows: 0.50, AppLimitedRatio: 0.50,
+		HairpinExpectRTT: 150 * time.Microsecond, HairpinFactor: 2, MinRTTSamples: 10,
+		CompareFlat: 0.05, CompareRetxFactor: 2,
+	}
+}
+
+// withDefaults returns t with zero fields replaced by the defaults.
+func (t Thresholds) withDefaults() Thresholds {
+	d := DefaultThresholds()
+	fill := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&t.SoftirqShare, d.SoftirqShare)
+	fill(&t.NapiExhausted, d.NapiExhausted)
+	fill(&t.WireFraction, d.WireFraction)
+	fill(&t.FlatCV, d.FlatCV)
+	fill(&t.RetxHigh, d.RetxHigh)
+	fill(&t.WindowRatio, d.WindowRatio)
+	fill(&t.WindowFlows, d.WindowFlows)
+	fill(&t.AppLimitedRatio, d.AppLimitedRatio)
+	fill(&t.HairpinFactor, d.HairpinFactor)
+	fill(&t.CompareFlat, d.CompareFlat)
+	fill(&t.CompareRetxFactor, d.CompareRetxFactor)
+	if t.HairpinExpectRTT == 0 {
+		t.HairpinExpectRTT = d.HairpinExpectRTT
+	}
+	if t.MinRTTSamples == 0 {
+		t.MinRTTSamples = d.MinRTTSamples
+	}
+	return t
+}

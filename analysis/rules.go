@@ -1,0 +1,292 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+)
+
+// ruleSoftirq: a CPU spends >= SoftirqShare of the steady state in NET_RX
+// softirq (or the per-interval busiest CPU does, or NAPI exhausts its
+// budget in >= NapiExhausted of polls) while the link is below
+// WireFraction of rated.
+func ruleSoftirq(f *facts) Verdict {
+	r, th := f.r, f.th
+	v := Verdict{Rule: RuleSoftirq, Thresholds: []string{
+		"NET_RX softirq share of a CPU >= " + pct(th.SoftirqShare) + " over the " + orDash(r.CPUWindow),
+		"or napi_budget_exhausted / napi_polls >= " + pct(th.NapiExhausted) + " on a CPU (>= 100 polls)",
+		"and the link below " + pct(th.WireFraction) + " of rated (when a rated speed is known)",
+	}}
+	if !f.hasCPU {
+		v.Status, v.Summary = Skipped, r.reason(figCPU, "no cpus rows: probes off")
+		return v
+	}
+	var hot, napi []string
+	for _, c := range r.CPUs {
+		if c.Share >= th.SoftirqShare {
+			hot = append(hot, fmt.Sprintf("CPU %d", c.CPU))
+		}
+		if c.NapiPolls >= 100 && c.ExhaustedRatio >= th.NapiExhausted {
+			napi = append(napi, fmt.Sprintf("CPU %d (%s of %d polls)", c.CPU, pct(c.ExhaustedRatio), c.NapiPolls))
+		}
+	}
+	v.Evidence = append(v.Evidence, cpuEvidence(r)...)
+	if len(napi) > 0 {
+		v.Evidence = append(v.Evidence, fmt.Sprintf("NAPI budget exhausted on %v", napi))
+	}
+	below, _ := f.belowRated()
+	v.Evidence = append(v.Evidence, f.linkEvidence())
+	switch {
+	case !f.sat && len(napi) == 0:
+		v.Status, v.Summary = NotFired, fmt.Sprintf("no CPU saturated by NET_RX softirq (busiest %s)", busiestShare(r))
+	case !below:
+		v.Status, v.Summary = NotFired, "a CPU is saturated, but the link is at its rated speed: wire-bound"
+	default:
+		who := fmt.Sprintf("CPU %d at %s", r.BusiestCPU, busiestShare(r))
+		if len(hot) == 0 && len(napi) > 0 {
+			who = fmt.Sprint("NAPI exhausting its budget on ", napi)
+		}
+		v.Status, v.Summary = Fired, "one core's NET_RX softirq is the ceiling ("+who+
+			"): spread receive work over more cores (more streams for RSS, RPS/RFS, IRQ affinity)"
+	}
+	return v
+}
+
+// cpuEvidence describes the busiest CPU over the window and per interval.
+func cpuEvidence(r *Report) []string {
+	var out []string
+	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU {
+			out = append(out, fmt.Sprintf("busiest CPU %d: NET_RX softirq %s of the %s (cpus.net_rx_softirq_ns / interval_ns), max interval %s",
+				c.CPU, pct(c.Share), r.CPUWindow, pct(c.MaxShare)))
+			out = append(out, fmt.Sprintf("busiest CPU per interval: median share %s; CPU %d busiest in %d of %d intervals",
+				pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals))
+		}
+	}
+	return out
+}
+
+// busiestShare formats the busiest CPU's share.
+func busiestShare(r *Report) string {
+	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU {
+			return fmt.Sprintf("CPU %d at %s", c.CPU, pct(c.Share))
+		}
+	}
+	return "n/a"
+}
+
+// ruleWire: steady state >= WireFraction of the rated link speed.
+func ruleWire(f *facts) Verdict {
+	v := Verdict{Rule: RuleWire, Thresholds: []string{"steady state >= " + pct(f.th.WireFraction) + " of the rated link speed"}}
+	switch {
+	case f.r.RatedBps <= 0:
+		v.Status, v.Summary = Skipped, "no rated speed (manifest rated_speed_mbps null): give --link-speed, e.g. 10Gbit"
+		return v
+	case f.steady == nil:
+		v.Status, v.Summary = Skipped, "no steady state (no interval moved bytes)"
+		return v
+	}
+	v.Evidence = []string{f.linkEvidence()}
+	if below, _ := f.belowRated(); below {
+		v.Status, v.Summary = NotFired, fmt.Sprintf("link at %s of rated", pct(f.link/f.r.RatedBps))
+		return v
+	}
+	v.Status, v.Summary = Fired, "the wire is the ceiling: the link runs at its rated speed"
+	return v
+}
+
+// ruleRateLimited: flat steady state below rated, high sender
+// retransmits, no saturated core. Confirmed by --compare.
+func ruleRateLimited(f *facts) Verdict {
+	r, th, x := f.r, f.th, f.r.Retx
+	v := Verdict{Rule: RuleRateLimited, Thresholds: []string{
+		"steady-state interval rates flat: coefficient of variation <= " + pct(th.FlatCV),
+		"sender retransmits >= " + pct(th.RetxHigh) + " of segments sent",
+		"no CPU at >= " + pct(th.SoftirqShare) + " NET_RX softirq; link below " + pct(th.WireFraction) + " of rated",
+	}}
+	switch {
+	case f.steady == nil || f.steady.SteadyIntervals < 3:
+		v.Status, v.Summary = Skipped, "fewer than 3 steady-state intervals: flatness not measurable"
+		return v
+	case x.Source == "" || x.SegmentsSent == 0:
+		v.Status, v.Summary = Skipped, "no sender retransmits with segments sent (sender not in this trace, or probes off)"
+		return v
+	}
+	flat, high := f.steady.SteadyCV <= th.FlatCV, x.Fraction >= th.RetxHigh
+	below, _ := f.belowRated()
+	v.Evidence = []string{
+		fmt.Sprintf("steady state (%s) varies by %s (CV over %d intervals)", r.Primary.Label, pct(f.steady.SteadyCV), f.steady.SteadyIntervals),
+		fmt.Sprintf("retransmits %d segments = %.3f%% of %d segments sent (%s / %s)", x.Segments, 100*x.Fraction,
+			x.SegmentsSent, x.Source, x.SegmentsSource),
+		f.linkEvidence(),
+	}
+	if f.hasCPU {
+		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestShare(r))
+	} else {
+		v.Evidence = append(v.Evidence, "no cpus rows: a saturated core cannot be ruled out")
+	}
+	switch {
+	case !flat:
+		v.Status, v.Summary = NotFired, "throughput not flat"
+	case !high:
+		v.Status, v.Summary = NotFired, "retransmits not high"
+	case !below || f.sat:
+		v.Status, v.Summary = NotFired, "the link or a softirq core is saturated"
+	default:
+		v.Status, v.Summary = Fired, "suspected: flat throughput with high retransmits and no saturated core looks like a "+
+			"rate limiter (policer) on the path; confirm with `netprof analyze --compare` of runs with more streams"
+	}
+	return v
+}
+
+// ruleWindow: at least WindowFlows of the sending flows run at >=
+// WindowRatio of snd_cwnd × mss / srtt (and the run is not wire-bound).
+func ruleWindow(f *facts, wire bool) Verdict {
+	th, d := f.th, f.r.BDP
+	v := Verdict{Rule: RuleWindow, Thresholds: []string{
+		"a sending flow's steady rate >= " + pct(th.WindowRatio) + " of snd_cwnd x mss / srtt",
+		"for >= " + pct(th.WindowFlows) + " of sending flows; not wire-bound",
+	}}
+	if len(f.send) == 0 {
+		v.Status, v.Summary = Skipped, "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
+		return v
+	}
+	n := 0
+	ratios := make([]float64, 0, len(f.send))
+	for _, fl := range f.send {
+		ratios = append(ratios, fl.WindowRatio())
+		if fl.WindowRatio() >= th.WindowRatio {
+			n++
+		}
+	}
+	u := f.r.Units
+	v.Evidence = []string{
+		fmt.Sprintf("%d of %d sending flows at >= %s of their window-limited rate (median ratio %.2f)",
+			n, len(f.send), pct(th.WindowRatio), median(ratios)),
+		fmt.Sprintf("median window %s (snd_cwnd x mss) at srtt %s: %s per stream", u.FormatBytes(d.PerStreamWindow),
+			fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps)),
+	}
+	v.Evidence = append(v.Evidence, bdpEvidence(f.r)...)
+	switch {
+	case wire:
+		v.Status, v.Summary = NotFired, "the link is at its rated speed"
+	case float64(n) < th.WindowFlows*float64(len(f.send)):
+		v.Status, v.Summary = NotFired, "most sending flows are below their window"
+	default:
+		v.Status, v.Summary = Fired, "each stream is capped at window / RTT: raise the window (tcp_wmem/tcp_rmem) or run more streams"
+	}
+	return v
+}
+
+// bdpEvidence describes the BDP and the streams needed.
+func bdpEvidence(r *Report) []string {
+	d, u := r.BDP, r.Units
+	if d.MinRTTUs == 0 {
+		return []string{"BDP: no RTT samples"}
+	}
+	out := []string{fmt.Sprintf("BDP = steady state %s x min RTT %s = %s in flight", fmtRate(u, d.RateBps),
+		fmtUs(float64(d.MinRTTUs)), u.FormatBytes(d.Bytes))}
+	if d.Streams > 0 {
+		out = append(out, fmt.Sprintf("target %s (%s) needs %s in flight: %d streams at %s each",
+			fmtRate(u, d.TargetBps), d.TargetSource, u.FormatBytes(d.TargetBytes), d.Streams, fmtRate(u, d.PerStreamBps)))
+	} else {
+		out = append(out, "streams needed: n/a ("+d.Missing+")")
+	}
+	return out
+}
+
+// ruleStorage: HTTP 503 in blob rows, with the rate drop they explain.
+func ruleStorage(f *facts) Verdict {
+	v := Verdict{Rule: RuleStorage, Thresholds: []string{"any HTTP 503 (ServerBusy) in traffic.http_503"}}
+	b := f.r.Blob
+	if b == nil {
+		v.Status, v.Summary = Skipped, "no blob rows (traffic.http_503 absent: not a blob run)"
+		return v
+	}
+	u := f.r.Units
+	v.Evidence = []string{fmt.Sprintf("%d of %d requests answered 503, in %d of %d intervals (%d other HTTP errors)",
+		b.HTTP503, b.Requests, b.Intervals503, b.Intervals, b.HTTPErrs)}
+	if b.RateWith503Bps > 0 && b.RateWithout503Bps > 0 {
+		v.Evidence = append(v.Evidence, fmt.Sprintf("median rate with 503s %s vs %s without (%+.1f%%)",
+			fmtRate(u, b.RateWith503Bps), fmtRate(u, b.RateWithout503Bps), 100*(b.RateWith503Bps/b.RateWithout503Bps-1)))
+	}
+	if b.HTTP503 == 0 {
+		v.Status, v.Summary = NotFired, "no 503s"
+		return v
+	}
+	v.Status, v.Summary = Fired, "the object store throttled (503 ServerBusy): fewer parallel requests or larger blocks"
+	return v
+}
+
+// ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link
+// expectation.
+func ruleHairpin(f *facts) Verdict {
+	th := f.th
+	expect := float64(th.HairpinExpectRTT.Microseconds())
+	limit := th.HairpinFactor * expect
+	v := Verdict{Rule: RuleHairpin, Thresholds: []string{fmt.Sprintf(
+		"a peer's min RTT > %.3g x %s expected of an on-link peer = %s (>= %d samples; judged on min RTT, not loaded RTT)",
+		th.HairpinFactor, fmtUs(expect), fmtUs(limit), th.MinRTTSamples)}}
+	judged, worst := 0, 0.0
+	var far []string
+	for _, p := range f.r.Peers {
+		if p.RTT == nil || p.RTT.Samples < th.MinRTTSamples {
+			continue
+		}
+		judged++
+		floor := float64(p.RTT.FloorUs())
+		worst = math.Max(worst, floor)
+		if floor > limit && len(far) < 5 {
+			far = append(far, fmt.Sprintf("peer %s: min RTT %s (p50 %s) over %d flow(s)", p.Peer, fmtUs(floor),
+				fmtUs(float64(p.RTT.P50Us)), p.Flows))
+		}
+	}
+	if judged == 0 {
+		v.Status, v.Summary = Skipped, "no peer with enough RTT samples ("+f.r.reason(figRTT, "no RTT samples")+")"
+		return v
+	}
+	if len(far) == 0 {
+		v.Status, v.Summary = NotFired, fmt.Sprintf("all %d peers' min RTT <= %s (highest %s)", judged, fmtUs(limit), fmtUs(worst))
+		return v
+	}
+	v.Evidence = append(far, "if these peers are not on-link (another region, a delay line), set --expect-rtt")
+	v.Status, v.Summary = Fired, "RTT far above what an on-link peer needs: traffic may hairpin through a gateway or load-balancer edge"
+	return v
+}
+
+// ruleSender: sending flows use at most AppLimitedRatio of their window,
+// with no saturated core, link, retransmits or rate limiter to blame.
+func ruleSender(f *facts, wire, limiter bool) Verdict {
+	th, r := f.th, f.r
+	v := Verdict{Rule: RuleSender, Thresholds: []string{
+		"median sending flow at <= " + pct(th.AppLimitedRatio) + " of snd_cwnd x mss / srtt",
+		"no CPU at >= " + pct(th.SoftirqShare) + " NET_RX softirq, not wire-bound, retransmits < " + pct(th.RetxHigh),
+	}}
+	if len(f.send) == 0 {
+		v.Status, v.Summary = Skipped, "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
+		return v
+	}
+	ratios := make([]float64, 0, len(f.send))
+	var actual, window float64
+	for _, fl := range f.send {
+		ratios = append(ratios, fl.WindowRatio())
+		actual, window = actual+fl.SteadyBps, window+fl.WindowBps
+	}
+	med := median(ratios)
+	u := r.Units
+	v.Evidence = []string{fmt.Sprintf("sending flows used a median %s of their window: windows allow %s in total, flows moved %s (steady state)",
+		pct(med), fmtRate(u, window), fmtRate(u, actual))}
+	if f.hasCPU {
+		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestShare(r))
+	}
+	high := r.Retx.SegmentsSent > 0 && r.Retx.Fraction >= th.RetxHigh
+	switch {
+	case med > th.AppLimitedRatio:
+		v.Status, v.Summary = NotFired, "sending flows fill their window"
+	case f.sat || wire || limiter || high:
+		v.Status, v.Summary = NotFired, "another limit applies (saturated core, wire, retransmits)"
+	default:
+		v.Status, v.Summary = Fired, "the sender did not fill its window: the application (or its CPU, or the receiver's window) set the pace"
+	}
+	return v
+}

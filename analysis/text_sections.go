@@ -1,0 +1,229 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+)
+
+// writeCPUs writes the per-CPU softirq table.
+func (r *Report) writeCPUs(p *printer) {
+	p.line("")
+	p.line("per-CPU softirq (cpus table), window: %s (%s to %s)", orDash(r.CPUWindow),
+		fmtTime(r.CPUWindowStart), fmtTime(r.CPUWindowEnd))
+	if len(r.CPUs) == 0 {
+		p.line("  %s", na(r.reason(figCPU, "no cpus rows: probes off")))
+		return
+	}
+	rows := [][]string{{"  cpu", "NET_RX %", "NET_TX %", "max interval NET_RX %", "rx packets", "ns/packet",
+		"NAPI budget exhausted %", "busiest in"}}
+	for _, c := range r.CPUs {
+		cost, exh := na("no packets"), na("no polls")
+		if c.RxPackets > 0 {
+			cost = fmt.Sprintf("%.0f", c.PacketCostNs)
+		}
+		if c.NapiPolls > 0 {
+			exh = fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)
+		}
+		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), fmt.Sprintf("%.1f", c.Share*100),
+			fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100), fmt.Sprint(c.RxPackets),
+			cost, exh, fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+	}
+	p.table(rows)
+	p.line("  %% = softirq ns / interval ns; ns/packet = net_rx_softirq_ns / rx_packets; exhausted = napi_budget_exhausted / napi_polls")
+	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU {
+			p.line("  busiest CPU: %d (%.1f%% of the %s in NET_RX softirq); per interval the busiest CPU's share has median %s, CPU %d busiest in %d of %d intervals",
+				c.CPU, c.Share*100, r.CPUWindow, pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals)
+		}
+	}
+}
+
+// writeRTT writes the run's RTT summary.
+func (r *Report) writeRTT(p *printer) {
+	p.line("")
+	p.line("TCP RTT, all flows (flows.rtt_*: samples at tcp_probe, whole run, µs; p50/p99 from per-interval p50/p99 weighted by samples)")
+	if r.RTT == nil {
+		p.line("  %s", na(r.reason(figRTT, "no RTT samples")))
+		return
+	}
+	t := r.RTT
+	kmin := ""
+	if t.KernelMinUs > 0 {
+		kmin = fmt.Sprintf(" (kernel min_rtt_us %d µs)", t.KernelMinUs)
+	}
+	p.table([][]string{
+		{"  p50", fmt.Sprintf("%d µs", t.P50Us)},
+		{"  p99", fmt.Sprintf("%d µs", t.P99Us)},
+		{"  min", fmt.Sprintf("%d µs%s", t.MinUs, kmin)},
+		{"  samples", fmt.Sprintf("%d (in %d flow-intervals)", t.Samples, t.Rows)},
+	})
+}
+
+// rttCells formats min/p50/p99 of s in µs.
+func rttCells(s *RTTSummary) []string {
+	if s == nil {
+		return []string{"-", "-", "-"}
+	}
+	return []string{fmt.Sprint(s.FloorUs()), fmt.Sprint(s.P50Us), fmt.Sprint(s.P99Us)}
+}
+
+// writePeers writes RTT per peer.
+func (r *Report) writePeers(p *printer) {
+	if len(r.Peers) == 0 {
+		return
+	}
+	p.line("")
+	p.line("peers (flows.dst_addr, whole run; RTT in µs)")
+	rows := [][]string{{"  peer", "flows", "min RTT", "p50 RTT", "p99 RTT", "tx bytes", "rx bytes"}}
+	for i, x := range r.Peers {
+		if i == TextFlows {
+			p.line("  (%d more peers in --json)", len(r.Peers)-TextFlows)
+			break
+		}
+		rows = append(rows, append(append([]string{"  " + x.Peer, fmt.Sprint(x.Flows)}, rttCells(x.RTT)...),
+			fmt.Sprint(x.TxBytes), fmt.Sprint(x.RxBytes)))
+	}
+	p.table(rows)
+}
+
+// writeFlows writes the largest flows.
+func (r *Report) writeFlows(p *printer) {
+	if len(r.Flows) == 0 {
+		return
+	}
+	u := r.Units
+	p.line("")
+	p.line("flows (largest %d of %d by bytes; rates over the steady state in %s; RTT in µs)", min(TextFlows, len(r.Flows)),
+		len(r.Flows), u.RateUnit())
+	rows := [][]string{{"  flow (local -> remote)", "side", "gen", "tx bytes", "rx bytes", "steady rate",
+		"cwnd x mss / srtt", "ratio", "cwnd", "mss", "srtt", "min RTT", "p50 RTT", "p99 RTT", "retx"}}
+	for i, f := range r.Flows {
+		if i == TextFlows {
+			break
+		}
+		side, gen, ratio := "receiving", "", "-"
+		if f.Sending {
+			side = "sending"
+		}
+		if f.Generator {
+			gen = "yes"
+		}
+		if x := f.WindowRatio(); x > 0 {
+			ratio = fmt.Sprintf("%.2f", x)
+		}
+		row := []string{"  " + f.Src + " -> " + f.Dst, side, gen, fmt.Sprint(f.TxBytes), fmt.Sprint(f.RxBytes),
+			u.FormatRate(f.SteadyBps), dashIf0(f.WindowBps, u.FormatRate(f.WindowBps)), ratio,
+			dashIf0(float64(f.Cwnd), fmt.Sprint(f.Cwnd)), dashIf0(float64(f.MSS), fmt.Sprint(f.MSS)),
+			dashIf0(float64(f.SrttUs), fmt.Sprint(f.SrttUs))}
+		rows = append(rows, append(append(row, rttCells(f.RTT)...), fmt.Sprint(f.Retransmits)))
+	}
+	p.table(rows)
+}
+
+// writeBDP writes the bandwidth-delay product and streams needed.
+func (r *Report) writeBDP(p *printer) {
+	p.line("")
+	p.line("bandwidth-delay product (steady state x min RTT of the sending flows)")
+	if r.BDP.MinRTTUs == 0 || r.BDP.RateBps == 0 {
+		p.line("  %s", na("needs a steady state and RTT samples"))
+		return
+	}
+	for _, e := range bdpEvidence(r) {
+		p.line("  %s", e)
+	}
+}
+
+// writeRetransmits writes sender, BPF and receiver retransmits with rates
+// and the trend.
+func (r *Report) writeRetransmits(p *printer) {
+	p.line("")
+	p.line("retransmits (whole run, TCP segments, counted on the sender)")
+	x := r.Retx
+	rows := [][]string{
+		{"  sender (traffic.tcp_retransmits, TCP_INFO)", optCount(r.SenderRetransmits, r.reason(figSndRetx, "not recorded"))},
+		{"  all flows (flows.retransmits, BPF tcp_retransmit_skb)", optCount(r.FlowRetransmits, r.reason(figFlowRetx, "probes off"))},
+		{"  receiver", na("counted on the sender")},
+	}
+	if x.Source != "" {
+		perGB := na("nothing sent")
+		if x.SentBytes > 0 {
+			perGB = fmt.Sprintf("%.1f per GB (10^9 B of %s)", x.PerGB, x.SentSource)
+		}
+		frac := na("segments sent unknown")
+		if x.SegmentsSent > 0 {
+			frac = fmt.Sprintf("%.3f%% of %d segments (%s)", 100*x.Fraction, x.SegmentsSent, x.SegmentsSource)
+		}
+		rows = append(rows, []string{"  rate (" + x.Source + ")", perGB}, []string{"  share of segments sent", frac},
+			[]string{"  trend (run halves split at " + fmtTime(x.Split) + ")", trendLine(x)})
+	}
+	p.table(rows)
+}
+
+// trendLine formats the first- vs second-half retransmits.
+func trendLine(x RetxSummary) string {
+	if x.Split.IsZero() {
+		return na("run bounds unknown")
+	}
+	s := fmt.Sprintf("first half %d (%s), second half %d (%s)", x.FirstHalf, perGBStr(x.FirstPerGB),
+		x.SecondHalf, perGBStr(x.SecondPerGB))
+	if x.FirstPerGB > 0 && !math.IsNaN(x.SecondPerGB) {
+		s += fmt.Sprintf(": x%.2f per GB", x.SecondPerGB/x.FirstPerGB)
+	}
+	return s
+}
+
+func perGBStr(v float64) string {
+	if math.IsNaN(v) {
+		return "per GB n/a"
+	}
+	return fmt.Sprintf("%.1f per GB", v)
+}
+
+// optCount formats an optional counter.
+func optCount(v *uint64, why string) string {
+	if v == nil {
+		return na(why)
+	}
+	return fmt.Sprintf("%d", *v)
+}
+
+// writeVerdictSummary writes the fired verdicts in one line.
+func (r *Report) writeVerdictSummary(p *printer) {
+	p.line("")
+	fired := r.FiredVerdicts()
+	if len(fired) == 0 {
+		p.line("verdict: none")
+		return
+	}
+	p.line("verdict: %s (details under \"verdicts\")", p.bold(fmt.Sprint(fired)))
+}
+
+// writeVerdicts writes every rule with its status, evidence and thresholds.
+func (r *Report) writeVerdicts(p *printer) {
+	p.line("")
+	p.line("verdicts (rules in DESIGN.md; evidence and thresholds beside each)")
+	for _, v := range r.Verdicts {
+		name := v.Rule
+		if v.Fired() {
+			name = p.bold(name)
+		}
+		p.line("  %s: %s - %s", name, v.Status, v.Summary)
+		if v.Status == Skipped {
+			continue
+		}
+		for _, e := range v.Evidence {
+			p.line("      evidence: %s", e)
+		}
+		for _, t := range v.Thresholds {
+			p.line("      threshold: %s", t)
+		}
+	}
+}
+
+// dashIf0 returns "-" when v is 0 (not measured), else s.
+func dashIf0(v float64, s string) string {
+	if v == 0 {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package analysis
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// EthernetOverheadBytes is what every Ethernet frame costs on the wire
+// beyond the L2 frame the kernel counts: preamble 7 + start frame delimiter
+// 1 + FCS 4 + inter-frame gap 12 bytes.
+const EthernetOverheadBytes = 24
+
+// EthernetHeaderBytes is the MAC header (destination, source, EtherType)
+// the kernel's interface counters include in every frame.
+const EthernetHeaderBytes = 14
+
+// Units selects how rates are printed. Decimal (the default) prints Gbit/s
+// (10^9 bit/s); Binary prints Gibit/s (2^30 bit/s) and GiB/s (2^30 byte/s).
+// A table never mixes the two.
+type Units int
+
+// Unit systems.
+const (
+	Decimal Units = iota
+	Binary
+)
+
+// ParseUnits parses "decimal" or "binary" ("" means decimal).
+func ParseUnits(s string) (Units, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "decimal", "si":
+		return Decimal, nil
+	case "binary", "iec":
+		return Binary, nil
+	}
+	return Decimal, fmt.Errorf("unknown units %q: want decimal or binary", s)
+}
+
+// String returns "decimal" or "binary".
+func (u Units) String() string {
+	if u == Binary {
+		return "binary"
+	}
+	return "decimal"
+}
+
+// RateUnit returns the bit-rate unit label: "Gbit/s" or "Gibit/s".
+func (u Units) RateUnit() string {
+	if u == Binary {
+		return "Gibit/s"
+	}
+	return "Gbit/s"
+}
+
+// RateUnitLong returns the unit label with its definition, for table
+// headers: "Gbit/s = 10^9 bit/s" or "Gibit/s = 2^30 bit/s".
+func (u Units) RateUnitLong() string {
+	if u == Binary {
+		return "Gibit/s = 2^30 bit/s"
+	}
+	return "Gbit/s = 10^9 bit/s"
+}
+
+// Rate converts bit/s to the unit of RateUnit.
+func (u Units) Rate(bps float64) float64 {
+	if u == Binary {
+		return bps / (1 << 30)
+	}
+	return bps / 1e9
+}
+
+// FormatRate formats bit/s in the unit of RateUnit with two decimals,
+// without the unit.
+func (u Units) FormatRate(bps float64) string { return fmt.Sprintf("%.2f", u.Rate(bps)) }
+
+// FormatByteRate formats bit/s as GiB/s (binary) or GB/s (decimal), two
+// decimals, with the unit.
+func (u Units) FormatByteRate(bps float64) string {
+	if u == Binary {
+		return fmt.Sprintf("%.2f GiB/s", bps/8/(1<<30))
+	}
+	return fmt.Sprintf("%.2f GB/s", bps/8/1e9)
+}
+
+// FormatBytes formats a byte count in MB (decimal) or MiB (binary), with
+// the unit.
+func (u Units) FormatBytes(b float64) string {
+	if u == Binary {
+		return fmt.Sprintf("%.2f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.2f MB", b/1e6)
+}
+
+// FormatGbps formats a rate in bit/s as decimal Gbit/s (10^9 bit/s) with two
+// decimals, without the unit: 183.6e9 → "183.60".
+func FormatGbps(bps float64) string { return Decimal.FormatRate(bps) }
+
+// rateSuffixes maps a rate suffix (lower case) to bit/s.
+var rateSuffixes = []struct {
+	suffix string
+	mult   float64
+}{
+	{"tibit", 1 << 40}, {"gibit", 1 << 30}, {"mibit", 1 << 20}, {"kibit", 1 << 10},
+	{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3},
+	{"tbps", 1e12}, {"gbps", 1e9}, {"mbps", 1e6}, {"kbps", 1e3},
+	{"t", 1e12}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"bit", 1}, {"bps", 1},
+}
+
+// ParseRate parses a bit rate such as "80Gbit", "10Gbit/s", "25G",
+// "100Mbit" (decimal) or "171Gibit" (binary) and returns bit/s. A bare
+// number is bit/s. It returns an error for anything else or a rate <= 0.
+func ParseRate(s string) (float64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(t, "/s")
+	mult := 1.0
+	for _, r := range rateSuffixes {
+		if strings.HasSuffix(t, r.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, r.suffix)), r.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad rate %q: want e.g. 10Gbit, 80Gbit/s, 100Mbit (decimal) or 171Gibit (binary)", s)
+	}
+	return v * mult, nil
+}
+
+// fmtRate formats bit/s with its unit: "9.60 Gbit/s".
+func fmtRate(u Units, bps float64) string { return u.FormatRate(bps) + " " + u.RateUnit() }

@@ -1,0 +1,175 @@
+package analysis
+
+import (
+	"fmt"
+)
+
+// VerdictStatus says whether a rule fired.
+type VerdictStatus string
+
+// Verdict statuses.
+const (
+	// Fired: the rule's conditions hold.
+	Fired VerdictStatus = "yes"
+	// NotFired: the rule was checked and its conditions do not hold.
+	NotFired VerdictStatus = "no"
+	// Skipped: the trace lacks what the rule needs (Summary says what).
+	Skipped VerdictStatus = "skipped"
+)
+
+// Rule names (Verdict.Rule), in evaluation order.
+const (
+	RuleSoftirq      = "softirq-bound"
+	RuleWire         = "wire-bound"
+	RuleRateLimited  = "rate-limited path"
+	RuleWindow       = "window/BDP-limited"
+	RuleStorage      = "storage-throttled"
+	RuleHairpin      = "hairpin suspected"
+	RuleSender       = "sender/application-limited"
+	RuleInconclusive = "inconclusive"
+)
+
+// Verdict is one rule's outcome with the evidence and thresholds behind it.
+type Verdict struct {
+	Rule   string
+	Status VerdictStatus
+	// Summary is one line: the finding (Fired), why not (NotFired), or
+	// what is missing (Skipped).
+	Summary string
+	// Evidence are the figures the rule looked at, each with its window,
+	// counter and unit; Thresholds the numbers it compared them against.
+	Evidence   []string
+	Thresholds []string
+}
+
+// Fired reports whether the verdict's rule fired.
+func (v Verdict) Fired() bool { return v.Status == Fired }
+
+// Verdict returns the verdict of the rule, or a zero Verdict.
+func (r *Report) Verdict(rule string) Verdict {
+	for _, v := range r.Verdicts {
+		if v.Rule == rule {
+			return v
+		}
+	}
+	return Verdict{}
+}
+
+// FiredVerdicts returns the rules that fired (inconclusive included).
+func (r *Report) FiredVerdicts() []string {
+	var out []string
+	for _, v := range r.Verdicts {
+		if v.Fired() {
+			out = append(out, v.Rule)
+		}
+	}
+	return out
+}
+
+// facts are figures several rules share.
+type facts struct {
+	r  *Report
+	th Thresholds
+	// steady is Primary's windows (nil without an active window).
+	steady *Windows
+	// link is the steady rate compared with the rated speed (wire
+	// estimate, else interface, else Primary) and linkLabel its counter.
+	link      float64
+	linkLabel string
+	// sat: some CPU's NET_RX share (or the per-interval busiest share's
+	// median) reached SoftirqShare; hasCPU: cpus rows exist.
+	sat, hasCPU bool
+	// send are the sending flows with a window-limited and a steady rate.
+	send []FlowSummary
+}
+
+// newFacts derives the shared figures.
+func newFacts(r *Report, th Thresholds) *facts {
+	f := &facts{r: r, th: th, steady: r.steady(), hasCPU: len(r.CPUs) > 0}
+	if f.steady != nil {
+		f.link, f.linkLabel = f.steady.SteadyBps, r.Primary.Label
+		d := &r.Rx
+		if r.PrimaryDir == "tx" {
+			d = &r.Tx
+		}
+		for _, c := range []string{CounterWire, CounterNetlink} {
+			if rt := d.Rate(c); rt != nil && rt.W != nil && rt.W.HasActive() {
+				f.link, f.linkLabel = rt.W.SteadyBps, rt.Label
+				break
+			}
+		}
+	}
+	for _, c := range r.CPUs {
+		f.sat = f.sat || c.Share >= th.SoftirqShare
+	}
+	f.sat = f.sat || (f.hasCPU && r.BusiestMedianShare >= th.SoftirqShare)
+	for _, fl := range sendingFlows(r.Flows) {
+		if fl.WindowBps > 0 && fl.SteadyBps > 0 {
+			f.send = append(f.send, fl)
+		}
+	}
+	return f
+}
+
+// belowRated reports whether the link rate is below WireFraction × rated;
+// known is false without a rated speed or a steady state.
+func (f *facts) belowRated() (below, known bool) {
+	if f.r.RatedBps <= 0 || f.steady == nil {
+		return true, false
+	}
+	return f.link < f.th.WireFraction*f.r.RatedBps, true
+}
+
+// linkEvidence describes the link utilisation.
+func (f *facts) linkEvidence() string {
+	u := f.r.Units
+	if f.steady == nil {
+		return "no steady state: link utilisation unknown"
+	}
+	if f.r.RatedBps <= 0 {
+		return fmt.Sprintf("steady state (%s) %s; rated speed unknown, utilisation not checked (give --link-speed)",
+			f.linkLabel, fmtRate(u, f.link))
+	}
+	return fmt.Sprintf("steady state (%s) %s = %.1f%% of the rated %s (%s)", f.linkLabel, fmtRate(u, f.link),
+		100*f.link/f.r.RatedBps, fmtRate(u, f.r.RatedBps), f.r.RatedSource)
+}
+
+// evaluate runs every rule in order, then inconclusive.
+func evaluate(r *Report, th Thresholds) []Verdict {
+	f := newFacts(r, th)
+	vs := []Verdict{ruleSoftirq(f), ruleWire(f)}
+	vs = append(vs, ruleRateLimited(f), ruleWindow(f, vs[1].Fired()), ruleStorage(f), ruleHairpin(f))
+	vs = append(vs, ruleSender(f, vs[1].Fired(), vs[2].Fired()))
+	return append(vs, ruleInconclusive(vs))
+}
+
+// ruleInconclusive fires when no other rule did, listing what was missing.
+func ruleInconclusive(vs []Verdict) Verdict {
+	v := Verdict{Rule: RuleInconclusive, Status: Fired,
+		Summary: "no rule's conditions hold: the trace does not say where the ceiling is"}
+	for _, x := range vs {
+		switch x.Status {
+		case Fired:
+			v.Status, v.Summary = NotFired, "another rule fired"
+		case Skipped:
+			v.Evidence = append(v.Evidence, x.Rule+": skipped, "+x.Summary)
+		case NotFired:
+			v.Evidence = append(v.Evidence, x.Rule+": "+x.Summary)
+		}
+	}
+	if v.Status != Fired {
+		v.Evidence = nil
+	}
+	return v
+}
+
+// pct formats a fraction as a percentage with one decimal.
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+
+// fmtUs formats µs as "85 µs" or "2.05 ms".
+func fmtUs(us float64) string {
+	if us >= 1000 {
+		return fmt.Sprintf("%.2f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}

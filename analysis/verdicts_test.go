@@ -1,0 +1,175 @@
+package analysis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/analysis/analysistest"
+)
+
+// scen builds a Report from a synthetic scenario.
+func scen(t *testing.T, s analysistest.Scenario, opts Options, blob ...BlobRow) *Report {
+	t.Helper()
+	ifaces, cpus, flows, traffic := s.Tables()
+	r, err := BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic, Blob: blob}, opts)
+	if err != nil {
+		t.Fatalf("BuildTables: %v", err)
+	}
+	return r
+}
+
+// wantVerdict checks rule's status and that its text mentions each of subs.
+func wantVerdict(t *testing.T, r *Report, rule string, status VerdictStatus, subs ...string) {
+	t.Helper()
+	v := r.Verdict(rule)
+	if v.Status != status {
+		t.Errorf("%s: status %q (%s; evidence %q), want %q", rule, v.Status, v.Summary, v.Evidence, status)
+		return
+	}
+	all := v.Summary + "\n" + strings.Join(v.Evidence, "\n") + "\n" + strings.Join(v.Thresholds, "\n")
+	for _, s := range subs {
+		if !strings.Contains(all, s) {
+			t.Errorf("%s: text lacks %q:\n%s", rule, s, all)
+		}
+	}
+}
+
+// hot puts CPU 0 at share in every interval.
+func hot(share float64) func(int, int) float64 {
+	return func(_, c int) float64 {
+		if c == 0 {
+			return share
+		}
+		return 0.1
+	}
+}
+
+func TestRuleSoftirq(t *testing.T) {
+	// CPU 0 at 95% NET_RX, 20 Gbit/s on a 100 Gbit/s link: fires.
+	r := scen(t, analysistest.Scenario{Softirq: hot(0.95), RatedMbps: 100_000, RateBps: flat(20e9)}, Options{})
+	wantVerdict(t, r, RuleSoftirq, Fired, "CPU 0 at 95.0%", ">= 90.0%")
+	// 50%: no saturated core.
+	r = scen(t, analysistest.Scenario{Softirq: hot(0.5), RatedMbps: 100_000, RateBps: flat(20e9)}, Options{})
+	wantVerdict(t, r, RuleSoftirq, NotFired, "no CPU saturated")
+	// Saturated core but the link at 95% of rated: wire-bound, not softirq.
+	r = scen(t, analysistest.Scenario{Softirq: hot(0.95), RatedMbps: 10_000, RateBps: flat(9.2e9)}, Options{})
+	wantVerdict(t, r, RuleSoftirq, NotFired, "wire-bound")
+	// NAPI exhausting its budget in 70% of polls at 60% share: fires.
+	r = scen(t, analysistest.Scenario{Softirq: hot(0.6), NapiExhausted: 0.7, RateBps: flat(20e9)}, Options{})
+	wantVerdict(t, r, RuleSoftirq, Fired, "NAPI", "rated speed unknown")
+	// No cpus rows: skipped.
+	ifaces, _, flows, traffic := analysistest.Scenario{}.Tables()
+	r, _ = BuildTables(analysistest.Scenario{}.Manifest(), Tables{Ifaces: ifaces, Flows: flows, Traffic: traffic}, Options{})
+	wantVerdict(t, r, RuleSoftirq, Skipped, "probes off")
+}
+
+func flat(bps float64) func(int) float64 { return func(int) float64 { return bps } }
+
+func TestRuleWire(t *testing.T) {
+	// 9.3 Gbit/s payload on a 10 Gbit/s link: the wire estimate adds
+	// ~6% of headers and framing → ~9.9 Gbit/s >= 90%.
+	r := scen(t, analysistest.Scenario{RatedMbps: 10_000, RateBps: flat(9.3e9)}, Options{})
+	wantVerdict(t, r, RuleWire, Fired, "wire estimate rx", "% of the rated 10.00 Gbit/s")
+	r = scen(t, analysistest.Scenario{RatedMbps: 10_000, RateBps: flat(5e9)}, Options{})
+	wantVerdict(t, r, RuleWire, NotFired, "link at")
+	r = scen(t, analysistest.Scenario{RateBps: flat(9.3e9)}, Options{})
+	wantVerdict(t, r, RuleWire, Skipped, "--link-speed")
+	// --link-speed supplies the missing rated speed.
+	r = scen(t, analysistest.Scenario{RateBps: flat(9.3e9)}, Options{LinkSpeedBps: 10e9})
+	wantVerdict(t, r, RuleWire, Fired, "(--link-speed)")
+}
+
+func TestRuleRateLimited(t *testing.T) {
+	base := analysistest.Scenario{Intervals: 12, RatedMbps: 100_000, RateBps: flat(5e9), RetxFraction: 0.02}
+	wantVerdict(t, scen(t, base, Options{}), RuleRateLimited, Fired, "suspected", "2.000% of", "--compare")
+	low := base
+	low.RetxFraction = 0.0001
+	wantVerdict(t, scen(t, low, Options{}), RuleRateLimited, NotFired, "retransmits not high")
+	wavy := base
+	wavy.RateBps = func(i int) float64 { return 5e9 * (1 + 0.3*float64(i%2)) }
+	wantVerdict(t, scen(t, wavy, Options{}), RuleRateLimited, NotFired, "not flat")
+	sat := base
+	sat.Softirq = hot(0.97)
+	wantVerdict(t, scen(t, sat, Options{}), RuleRateLimited, NotFired, "saturated")
+	short := base
+	short.Intervals = 3
+	wantVerdict(t, scen(t, short, Options{}), RuleRateLimited, Skipped, "fewer than 3")
+}
+
+func TestRuleWindow(t *testing.T) {
+	// Streams at 95% of cwnd × mss / srtt over 20 ms: window-limited.
+	// 4 streams × 1 Gbit/s; window rate per stream 1/0.95 Gbit/s →
+	// 80 Gbit/s needs ceil(80 / 1.0526) = 77 streams (cwnd rounding aside).
+	s := analysistest.Scenario{RateBps: flat(4e9), WindowRatio: 0.95, RTTMinUs: 20000,
+		RTTP50Us: func(int) uint32 { return 20600 }}
+	r := scen(t, s, Options{TargetBps: 80e9})
+	wantVerdict(t, r, RuleWindow, Fired, "4 of 4 sending flows", "streams at", "80.00 Gbit/s (--target)")
+	if r.BDP.Streams < 75 || r.BDP.Streams > 78 {
+		t.Errorf("streams needed = %d, want ~77", r.BDP.Streams)
+	}
+	// BDP = 4 Gbit/s (steady, receiver payload) × 20 ms = 10 MB.
+	checkF(t, "BDP bytes", r.BDP.Bytes, 4e9/8*0.020)
+	s.WindowRatio = 0.3
+	wantVerdict(t, scen(t, s, Options{}), RuleWindow, NotFired, "below their window")
+}
+
+func TestRuleStorage(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 6}
+	m := s.Manifest()
+	var blob []BlobRow
+	for i := range 6 {
+		n := uint64(0)
+		if i >= 3 {
+			n = 5
+		}
+		req := uint64(100)
+		blob = append(blob, BlobRow{Time: m.Start.Add(time.Duration(i+1) * time.Second), IntervalNs: 1e9,
+			Role: "receiver", Requests: &req, HTTP503: &n})
+	}
+	r := scen(t, analysistest.Scenario{Intervals: 6, RateBps: func(i int) float64 {
+		if i >= 3 {
+			return 5e9
+		}
+		return 10e9
+	}}, Options{}, blob...)
+	wantVerdict(t, r, RuleStorage, Fired, "15 of 600 requests answered 503, in 3 of 6 intervals", "without (-50.0%)")
+	for i := range blob {
+		z := uint64(0)
+		blob[i].HTTP503 = &z
+	}
+	wantVerdict(t, scen(t, s, Options{}, blob...), RuleStorage, NotFired, "no 503s")
+	wantVerdict(t, scen(t, s, Options{}), RuleStorage, Skipped, "no blob rows")
+}
+
+func TestRuleHairpin(t *testing.T) {
+	far := analysistest.Scenario{RTTMinUs: 2000}
+	wantVerdict(t, scen(t, far, Options{}), RuleHairpin, Fired, "peer 198.18.0.2: min RTT 2.00 ms", "on-link peer")
+	// Judged on min RTT: a loaded p50 of 5 ms over a 40 µs floor is fine.
+	loaded := analysistest.Scenario{RTTMinUs: 40, RTTP50Us: func(int) uint32 { return 5000 }}
+	wantVerdict(t, scen(t, loaded, Options{}), RuleHairpin, NotFired, "min RTT <= 300 µs")
+	// A remote peer with --expect-rtt 5ms: 2 ms is expected.
+	wantVerdict(t, scen(t, far, Options{Thresholds: Thresholds{HairpinExpectRTT: 5 * time.Millisecond}}),
+		RuleHairpin, NotFired)
+}
+
+func TestRuleSender(t *testing.T) {
+	s := analysistest.Scenario{WindowRatio: 0.1, RatedMbps: 100_000}
+	wantVerdict(t, scen(t, s, Options{}), RuleSender, Fired, "median 10.0% of their window")
+	s.WindowRatio = 0.9
+	wantVerdict(t, scen(t, s, Options{}), RuleSender, NotFired, "fill their window")
+	s.WindowRatio, s.Softirq = 0.1, hot(0.95)
+	wantVerdict(t, scen(t, s, Options{}), RuleSender, NotFired, "another limit")
+}
+
+func TestRuleInconclusive(t *testing.T) {
+	// Window half used, no rated speed, nothing saturated, low RTT: no
+	// rule fires, and inconclusive lists what was missing.
+	r := scen(t, analysistest.Scenario{WindowRatio: 0.6}, Options{})
+	wantVerdict(t, r, RuleInconclusive, Fired, "wire-bound: skipped, no rated speed", "storage-throttled: skipped")
+	if got := r.FiredVerdicts(); len(got) != 1 || got[0] != RuleInconclusive {
+		t.Errorf("fired = %v, want only inconclusive", got)
+	}
+	r = scen(t, analysistest.Scenario{Softirq: hot(0.95)}, Options{})
+	wantVerdict(t, r, RuleInconclusive, NotFired)
+}

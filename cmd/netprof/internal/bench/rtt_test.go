@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+)
+
+// newBed builds the test bed cfg asks for (as Run does) and removes it when
+// the test ends.
+func rttBed(t *testing.T, cfg Config) *testbed.Bed {
+	t.Helper()
+	return testbedtest.New(t, cfg.bedOptions())
+}
+
+// connectTimes dials B from A n times on a port of its own and returns the
+// TCP connect times, sorted: SYN out, SYN-ACK back, one round trip through
+// the same path as the run, measured by the test itself.
+func dialTimes(t *testing.T, bed *testbed.Bed, n int) []time.Duration {
+	t.Helper()
+	ln, err := bed.B().Listen("tcp", net.JoinHostPort(bed.B().Addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	})
+	defer func() { ln.Close(); wg.Wait() }()
+	var out []time.Duration
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		c, err := bed.A().Dial(ctx, "tcp", ln.Addr().String())
+		el := time.Since(start)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		out = append(out, el)
+		time.Sleep(2 * time.Millisecond)
+	}
+	slices.Sort(out)
+	return out
+}
+
+var ssMinRTT = regexp.MustCompile(`minrtt:([0-9.]+)`)
+
+// ssMinRTTs runs `ss -tin` in h's namespace for connections to dst:port and
+// returns each connection's minrtt (the kernel's windowed minimum, ms).
+func ssMinRTTs(ctx context.Context, h *testbed.Host, dst string, port int) ([]float64, error) {
+	out, err := h.Exec(ctx, "ss", "-tin", "dst", fmt.Sprintf("%s:%d", dst, port)).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ss: %w", err)
+	}
+	var v []float64
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if m := ssMinRTT.FindStringSubmatch(sc.Text()); m != nil {
+			f, err := strconv.ParseFloat(m[1], 64)
+			if err == nil {
+				v = append(v, f)
+			}
+		}
+	}
+	return v, nil
+}
+
+// probeMinRTT returns the smallest rtt_min_us over the flows rows of the
+// sender's namespace, and the number of RTT samples in them.
+func probeMinRTT(t *testing.T, run *trace.Run, netns uint64) (uint32, uint64) {
+	t.Helper()
+	flows, err := run.Flows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	minUs, samples := uint32(math.MaxUint32), uint64(0)
+	for _, f := range flows {
+		if f.Netns != netns || f.RTTMinUs == nil || f.RTTSamples == 0 {
+			continue
+		}
+		minUs = min(minUs, *f.RTTMinUs)
+		samples += f.RTTSamples
+	}
+	if samples == 0 {
+		t.Fatal("no RTT samples in the sender's flows rows")
+	}
+	return minUs, samples
+}
+
+func offBy(a, b float64) float64 { return math.Abs(a-b) / b }
+
+// Ground truth for the tcp probe's RTT: over the delay line with 1 ms and
+// 10 ms each way, the smallest RTT the probe saw on the sender's flows is
+// within 10% of 2×delay, and within 10% of the round trip the test
+// measures itself through the same line (TCP connect time) — the line adds
+// a few hundred µs, which matters at 1 ms. `ss -ti` on the sender during
+// the run (the kernel's own min_rtt) is checked too.
+func TestProbeRTTThroughDelayLine(t *testing.T) {
+	requireBench(t, true)
+	for _, oneWay := range []time.Duration{time.Millisecond, 10 * time.Millisecond} {
+		t.Run(oneWay.String(), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.RTT = 2 * oneWay
+			cfg.Duration = 3 * time.Second
+			cfg.Out = filepath.Join(t.TempDir(), "run")
+			bed := rttBed(t, cfg)
+			for _, h := range []*testbed.Host{bed.A(), bed.B()} {
+				for k, want := range RTTSysctls {
+					if got, err := h.Sysctl(k); err != nil || sysctlFields(got) != sysctlFields(want) {
+						t.Errorf("%s: %s = %q (%v), want %q", h.Name, k, got, err, want)
+					}
+				}
+			}
+			before := dialTimes(t, bed, 20)
+
+			// ss -ti in the sender's namespace during the run.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var ss []float64
+			var ssErr error
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				// Poll while the run lasts; keep the last answer that
+				// found the streams.
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(500 * time.Millisecond):
+					}
+					v, err := ssMinRTTs(ctx, bed.A(), bed.B().Addr.String(), cfg.Port)
+					if len(v) > 0 || ss == nil {
+						ss, ssErr = v, err
+					}
+				}
+			})
+			res, err := runOnBed(context.Background(), cfg, "test", bed, nil)
+			cancel()
+			wg.Wait()
+			if err != nil {
+				t.Fatalf("bench: %v", err)
+			}
+			after := dialTimes(t, bed, 20)
+			ct := slices.Sorted(slices.Values(append(before, after...)))
+			ctMin := float64(ct[0].Microseconds())
+
+			run, err := trace.Open(cfg.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := run.Manifest.Config["rtt_ns"].(float64); got != float64(cfg.RTT.Nanoseconds()) { // JSON numbers
+				t.Errorf("manifest config rtt_ns = %v, want %d", got, cfg.RTT.Nanoseconds())
+			}
+			if run.Manifest.Config["netns_sysctls"] == nil || run.Manifest.Config["delay_line"] == nil {
+				t.Errorf("manifest config lacks netns_sysctls or delay_line: %v", run.Manifest.Config)
+			}
+			probeMin, samples := probeMinRTT(t, run, bed.A().NetnsInode())
+			nominal := float64((2 * oneWay).Microseconds())
+			st, _ := bed.DelayStats()
+			var gbps float64
+			if res.Report != nil && res.Report.RTT != nil {
+				t.Logf("report RTT: min %d µs, p50 %d µs, p99 %d µs", res.Report.RTT.MinUs, res.Report.RTT.P50Us, res.Report.RTT.P99Us)
+			}
+			gbps = float64(sumApp(res.Received)) * 8 / cfg.Duration.Seconds() / 1e9
+			t.Logf("one-way %v: nominal RTT %.0f µs; probe min RTT %d µs (%d samples); TCP connect min %.0f µs, median %v; ss minrtt %v ms (err %v); ~%.2f Gbit/s app; line A->B %+v",
+				oneWay, nominal, probeMin, samples, ctMin, ct[len(ct)/2], ss, ssErr, gbps, st.AB)
+			if d := offBy(float64(probeMin), nominal); d > 0.10 {
+				t.Errorf("probe min RTT %d µs is %.1f%% from 2×delay %.0f µs (want ≤ 10%%)", probeMin, 100*d, nominal)
+			}
+			if d := offBy(float64(probeMin), ctMin); d > 0.10 {
+				t.Errorf("probe min RTT %d µs is %.1f%% from the connect time %.0f µs (want ≤ 10%%)", probeMin, 100*d, ctMin)
+			}
+			// ss shows each connection's own minimum; the probe's figure
+			// is the minimum over all of them. (The kernel's min_rtt
+			// may come from a TCP timestamp sample, which has 1 ms
+			// resolution: at 10 ms it often reads exactly 20.000.)
+			if ssErr != nil || len(ss) == 0 {
+				t.Fatalf("ss -ti found no connection: %v", ssErr)
+			}
+			if m := slices.Min(ss); offBy(float64(probeMin), m*1000) > 0.10 {
+				t.Errorf("probe min RTT %d µs is %.1f%% from ss's smallest minrtt %.3f ms (want ≤ 10%%)", probeMin, 100*offBy(float64(probeMin), m*1000), m)
+			}
+		})
+	}
+}
+
+// fields normalises a sysctl vector ("4096\t16384 ..." vs "4096 16384 ...").
+func sysctlFields(s string) string {
+	return fmt.Sprint(regexp.MustCompile(`\s+`).Split(s, -1))
+}
+
+// --rtt: validated, halved into the one-way delay, recorded with the
+// sysctls in the manifest config; 0 keeps the plain veth bed.
+func TestConfigRTT(t *testing.T) {
+	c := DefaultConfig()
+	if o := c.bedOptions(); o.Delay != 0 || o.Sysctls != nil {
+		t.Errorf("default bed options %+v, want a plain veth bed", o)
+	}
+	if _, ok := c.manifestConfig()["rtt_ns"]; ok {
+		t.Error("rtt_ns recorded without --rtt")
+	}
+	c.RTT = 20 * time.Millisecond
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.bedOptions(); o.Delay != 10*time.Millisecond || o.Sysctls["net.ipv4.tcp_wmem"] == "" {
+		t.Errorf("bed options %+v", o)
+	}
+	m := c.manifestConfig()
+	if m["rtt_ns"] != int64(20e6) || m["one_way_delay_ns"] != int64(10e6) || m["netns_sysctls"] == nil {
+		t.Errorf("manifest config %v", m)
+	}
+	for _, bad := range []time.Duration{-time.Millisecond, 2*testbed.MaxDelay + 1} {
+		c.RTT = bad
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rtt") {
+			t.Errorf("rtt %v: %v", bad, err)
+		}
+	}
+}

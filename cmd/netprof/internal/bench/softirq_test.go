@@ -1,0 +1,387 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netprof/netprof/internal/kerneltest"
+	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/softirq"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+)
+
+// Softirq vectors (include/linux/interrupt.h).
+const (
+	vecNetTx = 2
+	vecNetRx = 3
+)
+
+// Tolerances of the softirq comparison: 5% of the tracefs figure, or
+// softirqFloorNs for CPUs with little softirq time, where the few µs each
+// end of the window and each reader's own overhead are a large share.
+const (
+	softirqTolerance = 0.05
+	softirqFloorNs   = 2e6
+)
+
+const tracefsRoot = "/sys/kernel/tracing"
+
+// tracefs is a dedicated ftrace instance recording irq:softirq_entry/exit
+// for NET_TX and NET_RX with the CLOCK_MONOTONIC trace clock.
+type tracefs struct{ dir string }
+
+// newTracefs creates the instance (mounting tracefs if needed); t.Cleanup
+// stops it and removes it, also when the test fails.
+func newTracefs(t *testing.T) *tracefs {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(tracefsRoot, "instances")); err != nil {
+		if out, err := exec.Command("mount", "-t", "tracefs", "tracefs", tracefsRoot).CombinedOutput(); err != nil {
+			kerneltest.Skip(t, fmt.Sprintf("tracefs not available: %v: %s", err, out))
+		}
+	}
+	tf := &tracefs{dir: filepath.Join(tracefsRoot, "instances", fmt.Sprintf("netprof-test-%d", os.Getpid()))}
+	_ = os.Remove(tf.dir) // a leftover of this pid's earlier test
+	if err := os.Mkdir(tf.dir, 0o755); err != nil {
+		kerneltest.Skip(t, fmt.Sprintf("create tracefs instance: %v", err))
+	}
+	t.Cleanup(func() {
+		_ = tf.write("tracing_on", "0")
+		for _, ev := range []string{"softirq_entry", "softirq_exit"} {
+			_ = tf.write("events/irq/"+ev+"/enable", "0")
+		}
+		if err := os.Remove(tf.dir); err != nil {
+			t.Errorf("remove tracefs instance: %v", err)
+		}
+	})
+	tf.must(t, "tracing_on", "0")
+	tf.must(t, "buffer_size_kb", "65536") // per CPU; ~16 B per event, checked below
+	tf.must(t, "trace_clock", "mono")     // CLOCK_MONOTONIC, as bpf_ktime_get_ns
+	for _, ev := range []string{"softirq_entry", "softirq_exit"} {
+		tf.must(t, "events/irq/"+ev+"/filter", fmt.Sprintf("vec == %d || vec == %d", vecNetRx, vecNetTx))
+		tf.must(t, "events/irq/"+ev+"/enable", "1")
+	}
+	return tf
+}
+
+func (tf *tracefs) write(file, val string) error {
+	return os.WriteFile(filepath.Join(tf.dir, file), []byte(val), 0o644)
+}
+
+func (tf *tracefs) must(t *testing.T, file, val string) {
+	t.Helper()
+	if err := tf.write(file, val); err != nil {
+		t.Fatalf("tracefs %s: %v", file, err)
+	}
+}
+
+// cpus returns the CPU numbers the instance has buffers for.
+func (tf *tracefs) cpus(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(tf.dir, "per_cpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu")); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkNoOverrun fails the test if any CPU's buffer overwrote or dropped
+// events: then the tracefs totals would be too low.
+func (tf *tracefs) checkNoOverrun(t *testing.T) {
+	t.Helper()
+	for _, cpu := range tf.cpus(t) {
+		b, err := os.ReadFile(filepath.Join(tf.dir, "per_cpu", fmt.Sprintf("cpu%d", cpu), "stats"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && (k == "overrun" || k == "commit overrun" || k == "dropped events") && strings.TrimSpace(v) != "0" {
+				t.Fatalf("tracefs cpu%d %s: %s", cpu, k, strings.TrimSpace(v))
+			}
+		}
+	}
+}
+
+// softirqTotals is per-vector time and completed count.
+type softirqTotals struct{ ns, count [vecNetRx + 1]uint64 }
+
+// totals sums, for one CPU, the NET_RX and NET_TX softirq time inside
+// [w0, w1] (CLOCK_MONOTONIC ns) from entry→exit pairs, clipping softirqs
+// that straddle an end as the probe does; count is the pairs whose exit
+// falls inside. The text trace has µs timestamps: truncating both ends of
+// a pair is unbiased, so over thousands of pairs the error is a few µs.
+func (tf *tracefs) totals(t *testing.T, cpu int, w0, w1 int64) softirqTotals {
+	t.Helper()
+	f, err := os.Open(filepath.Join(tf.dir, "per_cpu", fmt.Sprintf("cpu%d", cpu), "trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var tot softirqTotals
+	var open [vecNetRx + 1]int64 // entry time per vector, 0 = none
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		ts, vec, entry, ok := parseSoftirqLine(sc.Text())
+		if !ok || (vec != vecNetRx && vec != vecNetTx) {
+			continue
+		}
+		if entry {
+			open[vec] = ts
+			continue
+		}
+		if open[vec] == 0 {
+			continue // exit of a softirq that began before tracing
+		}
+		if lo, hi := max(open[vec], w0), min(ts, w1); hi > lo {
+			tot.ns[vec] += uint64(hi - lo)
+		}
+		if ts >= w0 && ts <= w1 {
+			tot.count[vec]++
+		}
+		open[vec] = 0
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for vec, s := range open { // still running when tracing stopped
+		if s != 0 && s < w1 {
+			tot.ns[vec] += uint64(w1 - max(s, w0))
+		}
+	}
+	return tot
+}
+
+// parseSoftirqLine parses "comm-pid [001] ..s1. 1407.841588: softirq_entry:
+// vec=3 [action=NET_RX]" into a timestamp in ns, the vector and whether it
+// is an entry. Fields are taken from the end: a task name may hold spaces.
+func parseSoftirqLine(line string) (ts int64, vec int, entry, ok bool) {
+	f := strings.Fields(line)
+	n := len(f)
+	if n < 5 || (f[n-3] != "softirq_entry:" && f[n-3] != "softirq_exit:") {
+		return 0, 0, false, false
+	}
+	v, err := strconv.Atoi(strings.TrimPrefix(f[n-2], "vec="))
+	sec, us, found := strings.Cut(strings.TrimSuffix(f[n-4], ":"), ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	u, err2 := strconv.ParseInt(us, 10, 64)
+	if err != nil || err1 != nil || err2 != nil || !found || len(us) != 6 {
+		return 0, 0, false, false
+	}
+	return s*1e9 + u*1e3, v, f[n-3] == "softirq_entry:", true
+}
+
+// monoOffset returns CLOCK_REALTIME − CLOCK_MONOTONIC in ns, from the
+// tightest of several back-to-back readings.
+func monoOffset(t *testing.T) int64 {
+	t.Helper()
+	best, off := int64(math.MaxInt64), int64(0)
+	for range 20 {
+		var r0, m, r1 unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_REALTIME, &r0) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC, &m) != nil ||
+			unix.ClockGettime(unix.CLOCK_REALTIME, &r1) != nil {
+			t.Fatal("clock_gettime failed")
+		}
+		if d := r1.Nano() - r0.Nano(); d < best {
+			best, off = d, (r0.Nano()+r1.Nano())/2-m.Nano()
+		}
+	}
+	return off
+}
+
+// TestSoftirqVsTracefs records one bench run with the softirq probe and,
+// at the same time, irq:softirq_entry/exit in a tracefs instance, and
+// compares per-CPU NET_RX (and NET_TX) time over the trace's window.
+// Softirq time is host-wide: whatever else runs on the machine is in both.
+func TestSoftirqVsTracefs(t *testing.T) {
+	requireBench(t, true)
+	tf := newTracefs(t)
+	bed := testbedtest.New(t, testbed.Options{})
+	cfg := DefaultConfig()
+	cfg.Duration = 3 * time.Second
+	cfg.Interval = 500 * time.Millisecond
+	off0 := monoOffset(t)
+	tf.must(t, "tracing_on", "1")
+	_, run := mustRun(t, cfg, bed, "np_si_")
+	tf.must(t, "tracing_on", "0")
+	if d := monoOffset(t) - off0; d > 1e6 || d < -1e6 {
+		t.Fatalf("wall clock moved %d ns against CLOCK_MONOTONIC during the run", d)
+	}
+	tf.checkNoOverrun(t)
+	rows, err := run.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The trace's window in CLOCK_MONOTONIC: rows end at their time and
+	// last interval_ns; the probe's reads happen a few µs to ms after
+	// each tick, which is quiet at both ends of a run.
+	w0, w1 := int64(math.MaxInt64), int64(math.MinInt64)
+	probe := map[int]*softirqTotals{}
+	for _, r := range rows {
+		if r.NetRxSoftirqNs > uint64(r.IntervalNs) || r.NetTxSoftirqNs > uint64(r.IntervalNs) {
+			t.Errorf("cpu %d at %v: softirq rx %d / tx %d ns > interval %d ns", r.CPU, r.Time, r.NetRxSoftirqNs, r.NetTxSoftirqNs, r.IntervalNs)
+		}
+		end := r.Time.UnixNano() - off0
+		w0, w1 = min(w0, end-r.IntervalNs), max(w1, end)
+		p := probe[int(r.CPU)]
+		if p == nil {
+			p = &softirqTotals{}
+			probe[int(r.CPU)] = p
+		}
+		p.ns[vecNetRx] += r.NetRxSoftirqNs
+		p.ns[vecNetTx] += r.NetTxSoftirqNs
+		p.count[vecNetRx] += r.NetRxSoftirqCount
+		p.count[vecNetTx] += r.NetTxSoftirqCount
+	}
+	var rxTotal uint64
+	for _, cpu := range tf.cpus(t) {
+		want := tf.totals(t, cpu, w0, w1)
+		got := probe[cpu]
+		if got == nil {
+			got = &softirqTotals{}
+		}
+		for _, v := range []struct {
+			vec  int
+			name string
+		}{{vecNetRx, "NET_RX"}, {vecNetTx, "NET_TX"}} {
+			g, w := float64(got.ns[v.vec]), float64(want.ns[v.vec])
+			tol := max(softirqTolerance*w, softirqFloorNs)
+			t.Logf("cpu%d %s: probe %9.3f ms (%6d) tracefs %9.3f ms (%6d): %+.2f%% (%+.3f ms)", cpu, v.name,
+				g/1e6, got.count[v.vec], w/1e6, want.count[v.vec], 100*(g-w)/max(w, 1), (g-w)/1e6)
+			if math.Abs(g-w) > tol {
+				t.Errorf("cpu%d %s: probe %.3f ms vs tracefs %.3f ms, more than %.3f ms apart", cpu, v.name, g/1e6, w/1e6, tol/1e6)
+			}
+		}
+		rxTotal += want.ns[vecNetRx]
+	}
+	if rxTotal < 10*softirqFloorNs {
+		t.Fatalf("only %.1f ms of NET_RX in the run: too little to compare", float64(rxTotal)/1e6)
+	}
+}
+
+// maxSoftirqNs bounds one softirq run: net_rx_action stops after
+// netdev_budget_usecs (2 ms by default) and handle_softirqs after 2 ms, so
+// 20 ms is far beyond anything real.
+const maxSoftirqNs = 20e6
+
+// TestSoftirqAttachUnderLoad attaches the softirq probe again and again
+// while a transfer keeps NET_RX softirqs running on every CPU, so attaches
+// land inside running softirqs and between entry and exit. The first read
+// after an attach may only hold time since the attach (an exit without a
+// recorded entry is ignored: no negative, no uptime-sized value), and no
+// CPU may show softirq time that no completed softirq explains (a start
+// timestamp left behind by an entry whose exit was missed).
+func TestSoftirqAttachUnderLoad(t *testing.T) {
+	requireBench(t, true)
+	bed := testbedtest.New(t, testbed.Options{})
+	cfg := DefaultConfig()
+	cfg.Duration = 10 * time.Second // cancelled after the last attach
+	cfg.NoBPF = true
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	var runErr error
+	var ended atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, runErr = runOnBed(ctx, cfg, "test", bed, nil)
+		ended.Store(true)
+	})
+	stop := sync.OnceFunc(func() { cancel(); wg.Wait() })
+	defer stop()
+	time.Sleep(500 * time.Millisecond) // connected and sending
+	for i := range 10 {
+		attachOnce(t, i)
+	}
+	early := ended.Load()
+	stop()
+	if early {
+		t.Fatalf("the load run ended before the last attach (err %v): not tested under load", runErr)
+	}
+}
+
+func attachOnce(t *testing.T, i int) {
+	t.Helper()
+	spec, err := softirq.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := monoNow(t)
+	l, err := loader.Load(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Attached() != 2 {
+		t.Fatalf("attached %d of 2 softirq programs: %+v", l.Attached(), l.Status)
+	}
+	r, err := softirq.NewReader(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := monoNow(t)
+	time.Sleep(100 * time.Millisecond)
+	second, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := monoNow(t) - before
+	var rx uint64
+	for cpu := range second {
+		f, s := first[cpu], second[cpu]
+		if f.NetRxNs > mid-before || f.NetTxNs > mid-before {
+			t.Errorf("attach %d cpu %d: first read rx %d / tx %d ns, but the probe is only %d ns old", i, cpu, f.NetRxNs, f.NetTxNs, mid-before)
+		}
+		for _, v := range []struct {
+			name       string
+			ns0, ns1   uint64
+			cnt0, cnt1 uint64
+		}{{"NET_RX", f.NetRxNs, s.NetRxNs, f.NetRxCount, s.NetRxCount}, {"NET_TX", f.NetTxNs, s.NetTxNs, f.NetTxCount, s.NetTxCount}} {
+			if v.ns1 < v.ns0 || v.cnt1 < v.cnt0 {
+				t.Errorf("attach %d cpu %d %s: totals went backwards: %d→%d ns, %d→%d", i, cpu, v.name, v.ns0, v.ns1, v.cnt0, v.cnt1)
+				continue
+			}
+			d := v.ns1 - v.ns0
+			if d > elapsed || float64(d) > float64(v.cnt1-v.cnt0+2)*maxSoftirqNs {
+				t.Errorf("attach %d cpu %d %s: %d ns in %d ns with %d softirqs completed", i, cpu, v.name, d, elapsed, v.cnt1-v.cnt0)
+			}
+		}
+		rx += s.NetRxCount
+	}
+	if rx == 0 {
+		t.Errorf("attach %d: no NET_RX softirq completed under load", i)
+	}
+}
+
+// monoNow returns CLOCK_MONOTONIC in ns (the clock of bpf_ktime_get_ns).
+func monoNow(t *testing.T) uint64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano())
+}

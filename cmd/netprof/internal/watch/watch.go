@@ -1,0 +1,241 @@
+// Package watch is `netprof watch`: a per-interval live view of the host's
+// network without a traffic generator. Each interval it prints the decimal
+// Gbit/s received and sent on each counted interface (netlink delta over
+// the measured interval, after the counting rule of probes/ifaces), the
+// busiest CPU's NET_RX softirq share, the top flows by bytes and the TCP
+// RTT median; optionally it records the same into a run directory and
+// serves it as Prometheus metrics.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/ifaces"
+	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/trace"
+)
+
+// ErrUsage is wrapped by Run's errors that are the user's to fix (an
+// interface or driver that matches nothing, a bad --link-speed).
+var ErrUsage = errors.New("usage")
+
+// Config is what `netprof watch` was asked to do.
+type Config struct {
+	Select     ifaces.Selector
+	LinkSpeeds map[string]int64 // --link-speed, see ifaces.ParseSpeedOverrides
+	Interval   time.Duration    // default 1 s
+	Duration   time.Duration    // 0: until ctx is cancelled (Ctrl-C)
+	Out        string           // run directory; "" records nothing
+	NoBPF      bool
+	TopFlows   int // default 3
+	// Metrics, if set, receives every interval (see metrics.Exporter).
+	Metrics *metrics.Exporter
+	// W receives the live lines (default os.Stdout).
+	W           io.Writer
+	Argv        []string
+	ToolVersion string
+	// Netns runs a function inside the namespace to watch, with its inode
+	// (testbed.Host.Do / NetnsInode); nil watches the caller's namespace.
+	Netns      func(func() error) error
+	NetnsInode uint64
+	// OnInterval, if set, is called after each interval is printed.
+	OnInterval func(Summary)
+}
+
+// Result is what a watch run saw.
+type Result struct {
+	Dir       string // run directory, "" without Out
+	Intervals int
+	Counted   []ifaces.Count // counted interfaces at the start
+	Notes     []string
+	Probes    []trace.Probe
+	Status    string
+}
+
+// Run watches until ctx is done or cfg.Duration has passed. It returns an
+// error wrapping ErrUsage when the selection matches nothing (listing the
+// interfaces that exist); BPF probes that cannot be loaded are reported in
+// Result.Probes and the view falls back to netlink and /proc/stat. With
+// cfg.Out the trace is always closed, also on error.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.TopFlows <= 0 {
+		cfg.TopFlows = 3
+	}
+	if cfg.W == nil {
+		cfg.W = os.Stdout
+	}
+	ns, err := linkstats.OpenNS(cfg.Netns, cfg.NetnsInode)
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	tr, sel, err := selectIfaces(ns, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Counted: sel.Counted()}
+	ps := &probes{status: []trace.Probe{{Name: "all", Reason: "--no-bpf: probes off"}}}
+	if !cfg.NoBPF {
+		ps = loadProbes(tr, log)
+	}
+	defer func() {
+		if err := ps.Close(); err != nil {
+			log.Error("probes", "err", err)
+		}
+	}()
+	res.Probes = ps.status
+	var fallback *procStat
+	if ps.softirq == nil {
+		fallback = newProcStat()
+	}
+	var sampler loader.Sampler
+	if fallback != nil {
+		sampler = fallback
+	}
+	printHeader(cfg.W, sel, ps)
+	rec := &loader.Recorder{Samplers: ps.samplers(tr, sampler), Period: cfg.Interval, Log: log}
+	var w *trace.Writer
+	if cfg.Out != "" {
+		if w, err = trace.Create(cfg.Out, manifest(cfg, ns.Netns, sel, ps.status)); err != nil {
+			return nil, fmt.Errorf("create trace: %w", err)
+		}
+		res.Dir, rec.Writer = cfg.Out, w
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	if cfg.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
+	}
+	defer cancel()
+	start := time.Now()
+	seenNotes := 0
+	rec.OnInterval = func(end time.Time, iv *trace.Interval) {
+		res.Intervals++
+		s := summarise(end, iv, tr, fallback, ps.softirq != nil, cfg.TopFlows)
+		if n := tr.Notes(); len(n) > seenNotes {
+			s.Notes, seenNotes = n[seenNotes:], len(n)
+		}
+		if cfg.Metrics != nil {
+			cfg.Metrics.Observe(iv)
+			if s.SoftirqOK {
+				cfg.Metrics.SetBusiestSoftirq(s.CPU, s.SoftirqRatio, s.SoftirqSource)
+			}
+			if s.RTTOK {
+				cfg.Metrics.SetRTTP50(s.RTTP50)
+			}
+		}
+		s.write(cfg.W, end.Sub(start), cfg.Duration)
+		if cfg.OnInterval != nil {
+			cfg.OnInterval(s)
+		}
+	}
+	runErr := rec.Run(runCtx)
+	res.Notes = tr.Notes()
+	res.Status = trace.StatusOK
+	if ctx.Err() != nil {
+		res.Status = trace.StatusInterrupted
+	} else if runErr != nil {
+		res.Status = "failed: " + runErr.Error()
+	}
+	if w != nil {
+		if err := w.Close(time.Now().UTC(), res.Status); err != nil {
+			return res, errors.Join(runErr, fmt.Errorf("close trace: %w", err))
+		}
+	}
+	return res, runErr
+}
+
+// selectIfaces discovers, plans and selects, then builds the tracker.
+func selectIfaces(ns *linkstats.NS, cfg Config, log *slog.Logger) (*ifaces.Tracker, ifaces.Selection, error) {
+	links, err := linkstats.Discover(ns)
+	if err != nil {
+		return nil, ifaces.Selection{}, err
+	}
+	named := map[string]int64{}
+	for k, v := range cfg.LinkSpeeds {
+		if k != "" {
+			named[k] = v
+		}
+	}
+	if err := ifaces.ApplySpeeds(links, named); err != nil {
+		return nil, ifaces.Selection{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	sel, err := ifaces.Select(ns.Handle, links, ifaces.Plan(links), cfg.Select)
+	if err != nil {
+		return nil, sel, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if v, ok := cfg.LinkSpeeds[""]; ok {
+		for gi := range sel.Groups {
+			for ci := range sel.Groups[gi].Counted {
+				mbps := v
+				sel.Groups[gi].Counted[ci].SpeedMbps, sel.Groups[gi].Counted[ci].SpeedNote = &mbps, "--link-speed"
+			}
+		}
+	}
+	return ifaces.NewTracker(ns, sel, cfg.LinkSpeeds, log), sel, nil
+}
+
+func printHeader(w io.Writer, sel ifaces.Selection, ps *probes) {
+	for _, why := range sel.Why {
+		fmt.Fprintf(w, "selected %s\n", why)
+	}
+	for _, g := range sel.Groups {
+		fmt.Fprintf(w, "counting (%s): %s\n", g.Shape, g.Reason)
+		for _, c := range g.Counted {
+			speed := c.SpeedNote
+			if c.SpeedMbps != nil {
+				speed = fmt.Sprintf("%.1f Gbit/s (%s)", float64(*c.SpeedMbps)/1e3, c.SpeedNote)
+			}
+			fmt.Fprintf(w, "  %s: rated %s\n", c.Name, speed)
+		}
+	}
+	attached := 0
+	for _, p := range ps.status {
+		if p.Attached {
+			attached++
+		}
+	}
+	if attached == 0 {
+		fmt.Fprintf(w, "bpf probes off (%s): no flows or RTT; softirq from /proc/stat\n", ps.status[0].Reason)
+	}
+	fmt.Fprintln(w, "rates: decimal Gbit/s (10^9 bit/s), netlink counters (L2, headers included) over the measured interval; Ctrl-C stops")
+}
+
+func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Probe) trace.Manifest {
+	host, _ := os.Hostname()
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	m := trace.Manifest{ToolVersion: cfg.ToolVersion, Argv: cfg.Argv, Start: time.Now().UTC(), Host: host,
+		Kernel: unix.ByteSliceToString(uts.Release[:]), CPUCount: runtime.NumCPU(),
+		IntervalNs: cfg.Interval.Nanoseconds(), Probes: probes,
+		Config: map[string]any{"command": "watch", "interval_ns": cfg.Interval.Nanoseconds(),
+			"duration_ns": cfg.Duration.Nanoseconds(), "iface": cfg.Select.Names, "driver": cfg.Select.Drivers,
+			"no_bpf": cfg.NoBPF, "netns": netns}}
+	for _, g := range sel.Groups {
+		for _, l := range g.Members {
+			role := "counted (" + string(g.Shape) + ")"
+			if !g.Counts(l.Index) {
+				role = "not counted: mirrored by " + g.Counted[0].Name
+			}
+			m.Interfaces = append(m.Interfaces, trace.Interface{Name: l.Name, Index: int32(l.Index), Netns: l.Netns,
+				Driver: l.Driver, Master: l.Master, MTU: l.MTU, RatedSpeedMbps: l.SpeedMbps, Role: role})
+		}
+	}
+	return m
+}

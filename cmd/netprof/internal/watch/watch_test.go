@@ -1,0 +1,264 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/internal/leakcheck"
+	"github.com/netprof/netprof/probes/ifaces"
+	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// send runs the generator from one host to the other for d and returns the
+// payload bytes both ends agree on.
+func send(ctx context.Context, from, to *testbed.Host, d time.Duration) (uint64, error) {
+	ln, err := to.Listen("tcp", net.JoinHostPort(to.Addr.String(), "0"))
+	if err != nil {
+		return 0, err
+	}
+	cfg := traffic.Config{Streams: 2, Duration: d, BlockSize: traffic.DefaultBlockSize}
+	r := traffic.NewReceiver(ln, cfg)
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx) }()
+	s := traffic.NewSender(from.Dial, ln.Addr().String(), cfg)
+	runErr := s.Run(ctx)
+	if err := errors.Join(runErr, <-done); err != nil {
+		return 0, err
+	}
+	var sent uint64
+	for _, st := range s.Sample() {
+		sent += st.AppBytes
+	}
+	return sent, nil
+}
+
+// watchB runs watch in B's namespace in the background; wait returns its
+// result once it is done.
+func watchB(t *testing.T, bed *testbed.Bed, cfg Config) (wait func() *Result) {
+	t.Helper()
+	cfg.Netns, cfg.NetnsInode = bed.B().Do, bed.B().NetnsInode()
+	if cfg.W == nil {
+		cfg.W = &syncWriter{w: &strings.Builder{}}
+	}
+	type out struct {
+		res *Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := Run(context.Background(), cfg, nil)
+		done <- out{res, err}
+	}()
+	return func() *Result {
+		o := <-done
+		if o.err != nil {
+			t.Fatalf("watch: %v", o.err)
+		}
+		t.Logf("watch output:\n%s", cfg.W.(*syncWriter).String())
+		return o.res
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+// B's veth is renamed while watch counts it and traffic flows: counting
+// continues by ifindex, the rename is noted, the trace has rows under both
+// names that add up to the generator's bytes (1.00x within 1%), and the
+// Prometheus counters scraped over HTTP equal the trace's sums.
+func TestWatchRenamePrometheusTrace(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	nh, err := bed.B().Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	exp := metrics.New()
+	srv, err := metrics.Serve("127.0.0.1:0", exp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	oldName, newName := bed.B().Link, bed.B().Link+"r"
+	var renameErr error
+	var mu sync.Mutex
+	var sums []Summary
+	first := make(chan struct{})
+	wait := watchB(t, bed, Config{
+		Select: ifaces.Selector{Names: []string{oldName}}, Interval: 250 * time.Millisecond,
+		Duration: 3500 * time.Millisecond, Out: dir, Metrics: exp,
+		OnInterval: func(s Summary) {
+			mu.Lock()
+			defer mu.Unlock()
+			sums = append(sums, s)
+			if len(sums) == 1 {
+				close(first) // the baseline is taken: traffic may start
+			}
+			if len(sums) == 5 {
+				l, err := nh.LinkByName(oldName)
+				if err == nil {
+					err = nh.LinkSetName(l, newName)
+				}
+				renameErr = err
+			}
+		},
+	})
+	<-first
+	payload, sendErr := send(context.Background(), bed.A(), bed.B(), 2*time.Second)
+	res := wait()
+	if sendErr != nil || renameErr != nil {
+		t.Fatalf("send: %v; rename: %v", sendErr, renameErr)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "renamed to "+newName) {
+		t.Errorf("notes %q lack the rename", res.Notes)
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := run.Ifaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rx uint64
+	names := map[string]int{}
+	for _, r := range rows {
+		if int(r.Ifindex) != bed.B().Ifindex() {
+			t.Errorf("row for ifindex %d (%s): only B's veth is counted", r.Ifindex, r.Ifname)
+		}
+		rx += r.RxBytes
+		names[r.Ifname]++
+	}
+	ratio := float64(rx) / float64(payload)
+	t.Logf("trace: %d rows %v, rx %d bytes for %d payload bytes = %.4fx", len(rows), names, rx, payload, ratio)
+	if names[oldName] == 0 || names[newName] == 0 || ratio < 0.99 || ratio > 1.01 {
+		t.Errorf("rows %v, ratio %.4f: want rows under both names and 1.00x +-1%%", names, ratio)
+	}
+	got := scrape(t, "http://"+srv.Addr()+"/metrics")
+	var prom float64
+	for _, m := range got["netprof_iface_rx_bytes_total"].GetMetric() {
+		prom += m.GetCounter().GetValue()
+	}
+	t.Logf("prometheus netprof_iface_rx_bytes_total summed over %d series = %.0f", len(got["netprof_iface_rx_bytes_total"].GetMetric()), prom)
+	if uint64(prom) != rx {
+		t.Errorf("prometheus rx bytes %.0f, trace %d", prom, rx)
+	}
+	if n := got["netprof_intervals_total"].GetMetric(); len(n) != 1 || int(n[0].GetCounter().GetValue()) != res.Intervals {
+		t.Errorf("netprof_intervals_total %v, watch saw %d intervals", n, res.Intervals)
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %v %s", err, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("parse scrape: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// A veth's speed is a placeholder: reported unknown, so no utilisation; a
+// --link-speed below the measured rate gives no utilisation above 100%
+// either.
+func TestWatchSpeedUnknownNoUtilAbove100(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	for _, c := range []struct {
+		speeds map[string]int64
+		want   string
+	}{{nil, "rated speed unknown"}, {map[string]int64{"": 100}, "exceeds the rated 0.10 Gbit/s"}} {
+		var mu sync.Mutex
+		var utils []string
+		first := make(chan struct{})
+		var once sync.Once
+		wait := watchB(t, bed, Config{
+			Select: ifaces.Selector{Names: []string{bed.B().Link}}, LinkSpeeds: c.speeds,
+			Interval: 250 * time.Millisecond, Duration: 1500 * time.Millisecond, NoBPF: true,
+			OnInterval: func(s Summary) {
+				mu.Lock()
+				defer mu.Unlock()
+				once.Do(func() { close(first) })
+				for _, r := range s.Ifaces {
+					if r.RxBps > 1e9 {
+						utils = append(utils, r.Util)
+					}
+				}
+			},
+		})
+		<-first
+		if _, err := send(context.Background(), bed.A(), bed.B(), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		wait()
+		if len(utils) == 0 {
+			t.Fatal("no busy interval seen")
+		}
+		for _, u := range utils {
+			if pct, err := strconv.ParseFloat(strings.TrimSuffix(u, "%"), 64); err == nil && pct > 100 {
+				t.Errorf("utilisation %s above 100%%", u)
+			}
+			if !strings.Contains(u, c.want) {
+				t.Errorf("speeds %v: util %q, want it to say %q", c.speeds, u, c.want)
+			}
+		}
+		t.Logf("speeds %v: %s", c.speeds, utils[0])
+	}
+}
+
+// A name that matches nothing is a usage error listing what exists.
+func TestWatchNoSuchInterface(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	_, err := Run(context.Background(), Config{Select: ifaces.Selector{Names: []string{"nosuch0"}},
+		Netns: bed.B().Do, NetnsInode: bed.B().NetnsInode(), W: io.Discard, Duration: time.Second}, nil)
+	if !errors.Is(err, ErrUsage) || !errors.Is(err, ifaces.ErrNoMatch) {
+		t.Fatalf("err %v: want ErrUsage and ifaces.ErrNoMatch", err)
+	}
+	for _, want := range []string{`"nosuch0"`, bed.B().Link + " (veth)", "lo ("} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/probes/ifaces"
+)
+
+func watchCommand(log *slog.Logger) *cli.Command {
+	return &cli.Command{
+		Name:  "watch",
+		Usage: "live per-interval view of the host's network (no traffic generator) until Ctrl-C",
+		Description: "Every --interval prints, per counted interface, decimal Gbit/s received and sent (the\n" +
+			"netlink counter's delta over the measured interval, like a careful `sar -n DEV 1`), the\n" +
+			"busiest CPU's NET_RX softirq share (BPF softirq probe, else all softirqs from /proc/stat),\n" +
+			"the top flows by bytes and the TCP RTT median (BPF probes, root). Mirrored interfaces\n" +
+			"(VF + synthetic NIC, bond, bridge, macvlan) are counted once (see `netprof ifaces`); an\n" +
+			"interface renamed mid-run is followed by index. --out records the same into a run\n" +
+			"directory; --prometheus serves it at http://ADDR/metrics.\n" +
+			"Example: netprof watch --iface auto --duration 60s --out /tmp/w1 --prometheus 127.0.0.1:9464",
+		Flags: append(selectFlags(),
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval", EnvVars: []string{"NETPROF_INTERVAL"}},
+			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (default: until Ctrl-C)", EnvVars: []string{"NETPROF_DURATION"}},
+			&cli.StringFlag{Name: "out", Usage: "record into this run directory (manifest.json + Parquet tables)", EnvVars: []string{"NETPROF_OUT"}},
+			&cli.BoolFlag{Name: "no-bpf", Usage: "netlink and /proc only; no BPF probes (no flows, no RTT)", EnvVars: []string{"NETPROF_NO_BPF"}},
+			&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) while watching", EnvVars: []string{"NETPROF_PROMETHEUS"}},
+			&cli.IntFlag{Name: "top", Value: 3, Usage: "flows to show per interval", EnvVars: []string{"NETPROF_TOP"}},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError{fmt.Errorf("watch takes no arguments (got %q); flags go before arguments", c.Args().Slice())}
+			}
+			cfg, err := watchConfig(c)
+			if err != nil {
+				return usageError{err}
+			}
+			if addr := c.String("prometheus"); addr != "" {
+				cfg.Metrics = metrics.New()
+				srv, err := metrics.Serve(addr, cfg.Metrics, log)
+				if err != nil {
+					return usageError{err}
+				}
+				defer srv.Close()
+				fmt.Fprintf(os.Stderr, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
+			}
+			res, err := watch.Run(c.Context, cfg, log)
+			if errors.Is(err, watch.ErrUsage) || isUsage(err) {
+				return usageError{err}
+			}
+			if res != nil && res.Dir != "" {
+				fmt.Fprintf(os.Stderr, "netprof: %d intervals recorded in %s (status %q)\n", res.Intervals, res.Dir, res.Status)
+			}
+			return err
+		},
+	}
+}
+
+func watchConfig(c *cli.Context) (watch.Config, error) {
+	speeds, err := ifaces.ParseSpeedOverrides(c.StringSlice("link-speed"))
+	if err != nil {
+		return watch.Config{}, err
+	}
+	cfg := watch.Config{
+		Select: selector(c), LinkSpeeds: speeds, Interval: c.Duration("interval"), Duration: c.Duration("duration"),
+		Out: c.String("out"), NoBPF: c.Bool("no-bpf"), TopFlows: c.Int("top"), W: c.App.Writer,
+		Argv: os.Args, ToolVersion: version,
+	}
+	switch {
+	case cfg.Interval < 10*time.Millisecond:
+		return cfg, fmt.Errorf("--interval %v: must be at least 10ms", cfg.Interval)
+	case cfg.Duration < 0:
+		return cfg, fmt.Errorf("--duration %v: must not be negative", cfg.Duration)
+	case cfg.TopFlows < 0:
+		return cfg, fmt.Errorf("--top %d: must not be negative", cfg.TopFlows)
+	}
+	return cfg, nil
+}

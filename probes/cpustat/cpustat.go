@@ -1,0 +1,178 @@
+// Package cpustat samples CPU time without BPF: the host's time per mode from
+// /proc/stat (user, system, softirq, ...) and this process's own user and
+// system time from getrusage(RUSAGE_SELF). Take a Sample before and after
+// a period and Delta gives the period's usage.
+//
+// /proc/stat counts in USER_HZ ticks (the AT_CLKTCK auxv entry, 100 on
+// common architectures), so host figures have a resolution of 10 ms per CPU;
+// getrusage is exact to the microsecond.
+package cpustat
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Times is CPU time per mode, as in a /proc/stat "cpu" line (see proc(5)).
+// Guest and GuestNice are already included in User and Nice by the kernel,
+// so Total leaves them out.
+type Times struct {
+	User, Nice, System, Idle, IOWait, IRQ, SoftIRQ, Steal, Guest, GuestNice time.Duration
+}
+
+// Total returns the sum of every mode except Guest and GuestNice (which the
+// kernel also counts in User and Nice).
+func (t Times) Total() time.Duration {
+	return t.User + t.Nice + t.System + t.Idle + t.IOWait + t.IRQ + t.SoftIRQ + t.Steal
+}
+
+// Sub returns t - u per mode.
+func (t Times) Sub(u Times) Times {
+	return Times{
+		User: t.User - u.User, Nice: t.Nice - u.Nice, System: t.System - u.System,
+		Idle: t.Idle - u.Idle, IOWait: t.IOWait - u.IOWait, IRQ: t.IRQ - u.IRQ,
+		SoftIRQ: t.SoftIRQ - u.SoftIRQ, Steal: t.Steal - u.Steal,
+		Guest: t.Guest - u.Guest, GuestNice: t.GuestNice - u.GuestNice,
+	}
+}
+
+// Sample is the cumulative CPU time at one moment.
+type Sample struct {
+	// Time is when the sample was taken (monotonic clock reading included).
+	Time time.Time
+	// Host is the "cpu" line of /proc/stat: every CPU added up.
+	Host Times
+	// CPUs holds the "cpuN" lines, indexed by N (offline CPUs are absent
+	// from /proc/stat and left zero here).
+	CPUs []Times
+	// ProcessUser and ProcessSystem are this process's own CPU time
+	// (getrusage RUSAGE_SELF: every thread, including exited ones).
+	ProcessUser, ProcessSystem time.Duration
+}
+
+// Read takes a Sample. It returns an error if /proc/stat cannot be read or
+// parsed (wrapping os.ErrNotExist when /proc is not mounted) or getrusage
+// fails.
+func Read() (Sample, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return Sample{}, fmt.Errorf("cpustat: %w", err)
+	}
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return Sample{}, fmt.Errorf("cpustat: getrusage: %w", err)
+	}
+	s, err := parseStat(data, clockTick())
+	if err != nil {
+		return Sample{}, fmt.Errorf("cpustat: /proc/stat: %w", err)
+	}
+	s.Time = time.Now()
+	s.ProcessUser = time.Duration(ru.Utime.Nano())
+	s.ProcessSystem = time.Duration(ru.Stime.Nano())
+	return s, nil
+}
+
+// parseStat reads the cpu lines of /proc/stat; tick is the length of one
+// USER_HZ tick.
+func parseStat(data []byte, tick time.Duration) (Sample, error) {
+	var s Sample
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		t, err := parseTimes(f[1:], tick)
+		if err != nil {
+			return Sample{}, fmt.Errorf("%s: %w", f[0], err)
+		}
+		if f[0] == "cpu" {
+			s.Host, found = t, true
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil || n < 0 || n > 1<<16 {
+			return Sample{}, fmt.Errorf("bad cpu line %q", f[0])
+		}
+		for len(s.CPUs) <= n {
+			s.CPUs = append(s.CPUs, Times{})
+		}
+		s.CPUs[n] = t
+	}
+	if err := sc.Err(); err != nil {
+		return Sample{}, err
+	}
+	if !found {
+		return Sample{}, fmt.Errorf("no aggregate cpu line")
+	}
+	return s, nil
+}
+
+func parseTimes(f []string, tick time.Duration) (Times, error) {
+	if len(f) < 8 {
+		return Times{}, fmt.Errorf("%d fields, want at least 8", len(f))
+	}
+	var v [10]time.Duration
+	for i := 0; i < len(f) && i < len(v); i++ {
+		n, err := strconv.ParseUint(f[i], 10, 63)
+		if err != nil {
+			return Times{}, fmt.Errorf("field %d: %w", i+1, err)
+		}
+		v[i] = time.Duration(n) * tick
+	}
+	return Times{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]}, nil
+}
+
+var (
+	tickOnce sync.Once
+	tick     time.Duration
+)
+
+// clockTick returns the length of one USER_HZ tick, from the AT_CLKTCK auxv
+// entry the kernel passes every process (sysconf(_SC_CLK_TCK) reads the
+// same); 10 ms if it cannot be read.
+func clockTick() time.Duration {
+	tickOnce.Do(func() {
+		tick = 10 * time.Millisecond
+		if hz := auxClkTck(); hz > 0 {
+			tick = time.Second / time.Duration(hz)
+		}
+	})
+	return tick
+}
+
+const atClkTck = 17 // AT_CLKTCK in <elf.h>
+
+func auxClkTck() uint64 {
+	data, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return 0
+	}
+	word := strconv.IntSize / 8 // (key, value) pairs of native words
+	get := func(b []byte) uint64 {
+		if word == 4 {
+			return uint64(binary.NativeEndian.Uint32(b))
+		}
+		return binary.NativeEndian.Uint64(b)
+	}
+	for i := 0; i+2*word <= len(data); i += 2 * word {
+		key := get(data[i:])
+		if key == atClkTck {
+			return get(data[i+word:])
+		}
+		if key == 0 {
+			break
+		}
+	}
+	return 0
+}

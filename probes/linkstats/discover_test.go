@@ -1,0 +1,81 @@
+package linkstats_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/netprof/netprof/internal/leakcheck"
+	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+func find(t *testing.T, links []linkstats.Link, name string) linkstats.Link {
+	t.Helper()
+	for _, l := range links {
+		if l.Name == name {
+			return l
+		}
+	}
+	t.Fatalf("%s not discovered in %+v", name, links)
+	return linkstats.Link{}
+}
+
+// Discovery inside a test-bed namespace: drivers come from ethtool (not
+// the caller's sysfs), relations are resolved, and no speed is invented:
+// a veth's fixed 10000 Mb/s and a macvlan's copy of it are placeholders,
+// and a bridge without running ports reports SPEED_UNKNOWN.
+func TestDiscoverInNamespace(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	b := bed.B()
+	if _, err := b.AddMacvlan(context.Background(), "mv0"); err != nil {
+		t.Fatal(err)
+	}
+	nh, err := b.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	if err := nh.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "brempty"}}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := linkstats.OpenNS(b.Do, b.NetnsInode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	links, err := linkstats.Discover(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	veth, mv, br, lo := find(t, links, b.Link), find(t, links, "mv0"), find(t, links, "brempty"), find(t, links, "lo")
+	for _, l := range links {
+		t.Logf("%s idx %d driver %s kind %s mac %s mtu %d master %q lower %q queues %d/%d speed %v (%s)",
+			l.Name, l.Index, l.Driver, l.Kind, l.MAC, l.MTU, l.Master, l.Lower, l.RxQueues, l.TxQueues, l.SpeedMbps, l.SpeedNote)
+		if l.Netns != b.NetnsInode() {
+			t.Errorf("%s: netns %d, want %d", l.Name, l.Netns, b.NetnsInode())
+		}
+	}
+	if veth.Driver != "veth" || veth.Index != b.Ifindex() || veth.RxQueues < 1 || veth.MAC == "" || veth.OperState != "up" {
+		t.Errorf("veth: %+v", veth)
+	}
+	if mv.Driver != "macvlan" || mv.LowerIndex != veth.Index || mv.Lower != veth.Name {
+		t.Errorf("macvlan: driver %s lower %d (%s), want macvlan on %s", mv.Driver, mv.LowerIndex, mv.Lower, veth.Name)
+	}
+	if lo.Driver != "loopback" {
+		t.Errorf("lo driver %q", lo.Driver)
+	}
+	for _, c := range []struct {
+		l    linkstats.Link
+		note string
+	}{{veth, "fixed 10000 Mb/s"}, {mv, "derived from " + veth.Name}, {br, "SPEED_UNKNOWN"}} {
+		if c.l.SpeedMbps != nil || !strings.Contains(c.l.SpeedNote, c.note) {
+			t.Errorf("%s: speed %v (%q), want unknown with %q", c.l.Name, c.l.SpeedMbps, c.l.SpeedNote, c.note)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package control
+
+import (
+	"time"
+
+	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/traffic"
+)
+
+// intervalState turns the generator's cumulative counters and CPU samples
+// into per-interval deltas.
+type intervalState struct {
+	t                  *serverTest
+	start, last        time.Time
+	index              int
+	prevRecv, prevSent []uint64 // cumulative per stream at the last tick
+	cpu0, cpuLast      cpustat.Sample
+	cpuOK              bool
+}
+
+func newIntervalState(t *serverTest, start time.Time, cpu0 cpustat.Sample) *intervalState {
+	s := &intervalState{t: t, start: start, last: start, cpu0: cpu0, cpuLast: cpu0, cpuOK: !cpu0.Time.IsZero()}
+	if t.recv != nil {
+		s.prevRecv = make([]uint64, t.info.Streams)
+	}
+	if t.send != nil {
+		s.prevSent = make([]uint64, t.info.Streams)
+	}
+	return s
+}
+
+// next returns the interval ending now and advances.
+func (s *intervalState) next(now time.Time) Interval {
+	iv := Interval{Index: s.index, EndNs: now.Sub(s.start).Nanoseconds(), IntervalNs: now.Sub(s.last).Nanoseconds()}
+	if s.t.recv != nil {
+		iv.ReceivedBytes = deltas(s.t.recv.Sample(), s.prevRecv)
+	}
+	if s.t.send != nil {
+		iv.SentBytes = deltas(s.t.send.Sample(), s.prevSent)
+	}
+	if s.cpuOK {
+		if c, err := cpustat.Read(); err == nil {
+			iv.CPU = cpustat.Delta(s.cpuLast, c)
+			s.cpuLast = c
+		}
+	}
+	s.index++
+	s.last = now
+	return iv
+}
+
+// total is the CPU use from the start to the last interval.
+func (s *intervalState) total() cpustat.Usage {
+	if !s.cpuOK {
+		return cpustat.Usage{}
+	}
+	return cpustat.Delta(s.cpu0, s.cpuLast)
+}
+
+// deltas returns each stream's bytes since prev and updates prev to the
+// cumulative counts.
+func deltas(samples []traffic.StreamSample, prev []uint64) []uint64 {
+	out := make([]uint64, len(prev))
+	for _, smp := range samples {
+		if smp.Stream < 0 || smp.Stream >= len(prev) {
+			continue
+		}
+		out[smp.Stream] = smp.AppBytes - prev[smp.Stream]
+		prev[smp.Stream] = smp.AppBytes
+	}
+	return out
+}

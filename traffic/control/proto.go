@@ -1,0 +1,216 @@
+package control
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/netprof/netprof/probes/cpustat"
+)
+
+// Version is the control protocol version this package speaks. The frame
+// header (magic, version, length) keeps its layout in every version, so
+// each end can always read the other's version and say which it is.
+const Version = 1
+
+// MaxMessage is the largest message body either end accepts (1 MiB); a
+// longer length prefix is refused before anything is allocated.
+const MaxMessage = 1 << 20
+
+// DefaultIOTimeout bounds every single read or write of a control message
+// when no other bound applies.
+const DefaultIOTimeout = 10 * time.Second
+
+const (
+	magic     = 0x4e504354 // "NPCT"
+	headerLen = 12
+)
+
+// Message types.
+const (
+	msgSetup    = "setup"    // client → server: Params
+	msgSetupOK  = "setup_ok" // server → client: SessionInfo
+	msgError    = "error"    // either way: Code + Error, then close
+	msgStart    = "start"    // client → server: every data stream is connected
+	msgAbort    = "abort"    // client → server: giving up (Error says why)
+	msgInterval = "interval" // server → client: Interval
+	msgResult   = "result"   // server → client: Result, then close
+)
+
+// Error codes of an error message.
+const (
+	CodeBusy     = "busy"     // another client's test is running
+	CodeVersion  = "version"  // protocol version mismatch
+	CodeLimit    = "limit"    // a parameter exceeds a server limit
+	CodeInvalid  = "invalid"  // a parameter is invalid in itself
+	CodeProtocol = "protocol" // malformed or unexpected message
+	CodeFailed   = "failed"   // the server could not run the test
+)
+
+// Sentinel errors matched (errors.Is) by a *RemoteError with that code.
+var (
+	ErrBusy     = errors.New("server busy with another test")
+	ErrVersion  = errors.New("control protocol version mismatch")
+	ErrLimit    = errors.New("server limit exceeded")
+	ErrProtocol = errors.New("control protocol error")
+)
+
+// RemoteError is an error message received from the other end.
+type RemoteError struct {
+	Code string // one of the Code constants
+	Msg  string
+}
+
+func (e *RemoteError) Error() string { return fmt.Sprintf("server: %s (%s)", e.Msg, e.Code) }
+
+// Is matches ErrBusy, ErrVersion, ErrLimit and ErrProtocol by code.
+func (e *RemoteError) Is(target error) bool {
+	switch target {
+	case ErrBusy:
+		return e.Code == CodeBusy
+	case ErrVersion:
+		return e.Code == CodeVersion
+	case ErrLimit:
+		return e.Code == CodeLimit
+	case ErrProtocol:
+		return e.Code == CodeProtocol
+	}
+	return false
+}
+
+// message is the JSON body of every frame; Type says which fields are set.
+type message struct {
+	Type     string       `json:"type"`
+	Code     string       `json:"code,omitempty"`
+	Error    string       `json:"error,omitempty"`
+	Software string       `json:"software,omitempty"`
+	Params   *Params      `json:"params,omitempty"`
+	Session  *SessionInfo `json:"session,omitempty"`
+	Interval *Interval    `json:"interval,omitempty"`
+	Result   *Result      `json:"result,omitempty"`
+}
+
+// Interval is the server's report for one interval of a test.
+type Interval struct {
+	// Index counts intervals from 0.
+	Index int `json:"index"`
+	// EndNs is the end of the interval in ns since the server got the
+	// start message; IntervalNs its measured length.
+	EndNs      int64 `json:"end_ns"`
+	IntervalNs int64 `json:"interval_ns"`
+	// ReceivedBytes[i] is the payload the server read on stream i during
+	// the interval (forward and bidir tests); SentBytes[i] what it wrote
+	// (reverse and bidir tests).
+	ReceivedBytes []uint64 `json:"received_bytes,omitempty"`
+	SentBytes     []uint64 `json:"sent_bytes,omitempty"`
+	// CPU is the server host's CPU use and the server process's own.
+	CPU cpustat.Usage `json:"cpu"`
+}
+
+// Result is the server's summary of a whole test.
+type Result struct {
+	// OK is true when the server's side finished cleanly; Error says why
+	// not.
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// DurationNs is from the start message to the end of the server's side.
+	DurationNs int64 `json:"duration_ns"`
+	// ReceivedBytes and SentBytes are per-stream totals, as in Interval.
+	ReceivedBytes []uint64 `json:"received_bytes,omitempty"`
+	SentBytes     []uint64 `json:"sent_bytes,omitempty"`
+	// CPU covers the whole test.
+	CPU cpustat.Usage `json:"cpu"`
+}
+
+// frameError marks a frame that could not be read as ours (garbage, too
+// long, another version); the connection is not worth keeping.
+type frameError struct {
+	version uint16 // the peer's version, when the header was readable
+	err     error
+}
+
+func (e *frameError) Error() string { return e.err.Error() }
+func (e *frameError) Unwrap() error { return e.err }
+
+// writeMsg writes m as one frame, bounded by timeout.
+func writeMsg(c net.Conn, m message, timeout time.Duration) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Type, err)
+	}
+	if len(body) > MaxMessage {
+		return fmt.Errorf("encode %s: %d bytes exceeds the %d-byte message limit", m.Type, len(body), MaxMessage)
+	}
+	return writeFrame(c, Version, body, timeout)
+}
+
+func writeFrame(c net.Conn, version uint16, body []byte, timeout time.Duration) error {
+	buf := make([]byte, headerLen+len(body))
+	binary.BigEndian.PutUint32(buf[0:], magic)
+	binary.BigEndian.PutUint16(buf[4:], version)
+	binary.BigEndian.PutUint32(buf[8:], uint32(len(body)))
+	copy(buf[headerLen:], body)
+	if err := c.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if _, err := c.Write(buf); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// readMsg reads one frame within timeout and decodes it. A bad header, a
+// body over MaxMessage or another protocol version is a *frameError; the
+// body of another version is read (bounded) and decoded if it can be, so
+// its error message is not lost.
+func readMsg(c net.Conn, timeout time.Duration) (message, error) {
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return message{}, fmt.Errorf("read: %w", err)
+	}
+	var h [headerLen]byte
+	if _, err := io.ReadFull(c, h[:]); err != nil {
+		return message{}, fmt.Errorf("read: %w", err)
+	}
+	if binary.BigEndian.Uint32(h[0:]) != magic {
+		return message{}, &frameError{err: fmt.Errorf("not a netprof control message (header %x): %w", h[:], ErrProtocol)}
+	}
+	version := binary.BigEndian.Uint16(h[4:])
+	n := binary.BigEndian.Uint32(h[8:])
+	if n > MaxMessage {
+		return message{}, &frameError{version: version,
+			err: fmt.Errorf("message of %d bytes exceeds the %d-byte limit: %w", n, MaxMessage, ErrProtocol)}
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c, body); err != nil {
+		return message{}, fmt.Errorf("read %d-byte message: %w", n, err)
+	}
+	var m message
+	jerr := json.Unmarshal(body, &m)
+	if version != Version {
+		return m, &frameError{version: version,
+			err: fmt.Errorf("peer speaks control protocol version %d, this end version %d: %w", version, Version, ErrVersion)}
+	}
+	if jerr != nil {
+		return message{}, &frameError{version: version, err: fmt.Errorf("decode message: %w: %w", jerr, ErrProtocol)}
+	}
+	if m.Type == "" {
+		return message{}, &frameError{version: version, err: fmt.Errorf("message without a type: %w", ErrProtocol)}
+	}
+	return m, nil
+}
+
+// expect checks that m has type want: an error message becomes a
+// *RemoteError, anything else a protocol error.
+func expect(m message, want string) error {
+	switch {
+	case m.Type == want:
+		return nil
+	case m.Type == msgError:
+		return &RemoteError{Code: m.Code, Msg: m.Error}
+	}
+	return fmt.Errorf("got a %q message, want %q: %w", m.Type, want, ErrProtocol)
+}
