@@ -6,7 +6,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 .PHONY: help build generate vmlinux test vet fmt clean
 
 help: ## list the targets
-	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build bin/netprof (uses the committed BPF objects: no clang needed)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/netprof ./cmd/netprof
@@ -23,6 +23,10 @@ test: ## run every test; kernel tests need root (NETPROF_REQUIRE_KERNEL_TESTS=1 
 vet: ## go vet and gofmt check
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+.PHONY: bench-traffic
+bench-traffic: ## compare netprof's generator with iperf3 on a veth pair: 1/4/16 streams, 3 pairs, 5 s each (root, iperf3; ~2 min; not in test)
+	$(GO) run ./traffic/perfcmp $(BENCH_TRAFFIC_FLAGS)
 
 fmt: ## gofmt the Go code
 	gofmt -w $$(git ls-files '*.go')

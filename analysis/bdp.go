@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -77,6 +78,11 @@ func (b *builder) gaps() {
 	for _, d := range []*Direction{&b.r.Rx, &b.r.Tx} {
 		app, wire := d.Rate(CounterApp), d.Rate(CounterWire)
 		if app == nil || wire == nil || app.W == nil || wire.W == nil || wire.W.TotalBytes == 0 {
+			continue
+		}
+		if app.W.TotalBytes > wire.W.TotalBytes { // more payload than the wire carried: different traffic
+			b.r.note(fmt.Sprintf("%s application vs wire: n/a: %d B of payload exceed the %d B wire estimate of %s, so the two count different traffic (e.g. a bidir run's payload of both directions)",
+				d.Name, app.W.TotalBytes, wire.W.TotalBytes, d.Iface))
 			continue
 		}
 		g := &HeaderGap{AppBytes: app.W.TotalBytes, WireBytes: wire.W.TotalBytes, MTU: d.IfaceMTU, MSS: mss}

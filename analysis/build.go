@@ -10,7 +10,8 @@ import (
 )
 
 // source feeds a table's rows to fn in batches; a missing table returns an
-// error wrapping os.ErrNotExist. fn may keep the batch.
+// error wrapping os.ErrNotExist. fn may keep the batch, except a batch of
+// *flowBatch (columnFlows reuses it).
 type source[T any] func(fn func([]T) error) error
 
 // sliceSource feeds rows as one batch.
@@ -27,7 +28,7 @@ func sliceSource[T any](rows []T) source[T] {
 type sources struct {
 	ifaces  source[trace.IfaceRow]
 	cpus    source[trace.CPURow]
-	flows   source[trace.FlowRow]
+	flows   source[*flowBatch]
 	traffic source[trace.TrafficRow]
 	blob    source[BlobRow]
 }
@@ -55,7 +56,7 @@ func Build(m trace.Manifest, ifaces []trace.IfaceRow, cpus []trace.CPURow,
 // BuildTables is Build with blob rows and Options.
 func BuildTables(m trace.Manifest, t Tables, opts Options) (*Report, error) {
 	return build(m, sources{
-		ifaces: sliceSource(t.Ifaces), cpus: sliceSource(t.CPUs), flows: sliceSource(t.Flows),
+		ifaces: sliceSource(t.Ifaces), cpus: sliceSource(t.CPUs), flows: rowFlows(sliceSource(t.Flows)),
 		traffic: sliceSource(t.Traffic), blob: sliceSource(t.Blob),
 	}, opts)
 }
@@ -83,6 +84,13 @@ func build(m trace.Manifest, src sources, opts Options) (*Report, error) {
 			m.SchemaVersion, trace.SchemaVersion)
 	}
 	b := newBuilder(m, opts)
+	ph, err := scanPhases(src.traffic)
+	if err != nil {
+		return nil, err
+	}
+	if ph != nil {
+		b.r.Phases, src = ph, ph.filter(src)
+	}
 	if err := b.scanPhase1(src); err != nil {
 		return nil, err
 	}
@@ -147,6 +155,9 @@ func scanTable[T any](b *builder, name string, src source[T], fn func([]T) error
 
 // runBounds returns the manifest's start/end, falling back to the rows'.
 func (b *builder) runBounds() (time.Time, time.Time) {
+	if p := b.r.Phases; p != nil && !p.MeasuredStart.IsZero() {
+		return p.MeasuredStart, p.MeasuredEnd
+	}
 	start, end := b.r.Manifest.Start, b.r.Manifest.End
 	if start.IsZero() {
 		start = b.rows.start
@@ -195,6 +206,7 @@ func (b *builder) finish() {
 	r.Verdicts = evaluate(r, b.th)
 	b.noteProbesOff()
 	b.noteManifest()
+	b.notePhases()
 	for _, n := range b.anom.notes() {
 		r.note(n)
 	}

@@ -61,113 +61,6 @@ type PeerSummary struct {
 	RTT              *RTTSummary
 }
 
-// flowKey identifies a flow: one socket's 5-tuple in one namespace. The
-// ifindex is not part of it: the tcp probe's rows (RTT, cwnd) carry no
-// interface, the netdev probe's rows (bytes) do, and they describe the
-// same socket.
-type flowKey struct {
-	netns        uint64
-	family       uint8
-	proto        uint8
-	src, dst     string
-	sport, dport uint16
-}
-
-// flowState accumulates one flow.
-type flowState struct {
-	tx, rx, txPkts, retx uint64
-	steadyTx, steadyRx   uint64
-	steadyNs, winNs      int64
-	winSum, winBytes     float64
-	cwnd, mss, srtt      uint32
-	ifindex              int32
-	lastSteady           int64 // end (UnixNano) of the last steady interval counted
-	rtt                  rttDist
-}
-
-// flowAcc accumulates the flows table.
-type flowAcc struct {
-	steady *Windows
-	flows  map[flowKey]*flowState
-	retx   series // all flows' retransmits per interval (count in Bytes)
-	total  uint64
-	rows   int
-}
-
-func (a *flowAcc) init(b *builder) {
-	a.steady, a.flows = b.r.steady(), map[flowKey]*flowState{}
-}
-
-// add returns the batch function for trace.FlowRow.
-func (a *flowAcc) add(b *builder) func([]trace.FlowRow) error {
-	return func(rows []trace.FlowRow) error {
-		for i := range rows {
-			a.row(b, &rows[i])
-		}
-		return nil
-	}
-}
-
-func (a *flowAcc) row(b *builder, x *trace.FlowRow) {
-	a.rows++
-	b.rows.add(x.Time, x.IntervalNs)
-	if !b.anom.plausible("flows.tx_bytes", x.Time, x.IntervalNs, x.TxBytes) ||
-		!b.anom.plausible("flows.rx_bytes", x.Time, x.IntervalNs, x.RxBytes) {
-		return
-	}
-	k := flowKey{x.Netns, x.Family, x.Proto, x.SrcAddr, x.DstAddr, x.SrcPort, x.DstPort}
-	f := a.flows[k]
-	if f == nil {
-		f = &flowState{}
-		a.flows[k] = f
-	}
-	if x.Ifindex != 0 {
-		f.ifindex = x.Ifindex
-	}
-	f.tx += x.TxBytes
-	f.rx += x.RxBytes
-	f.txPkts += x.TxPackets
-	f.retx += x.Retransmits
-	a.total += x.Retransmits
-	a.retx.add(x.Time, x.IntervalNs, x.Retransmits)
-	f.rtt.add(x)
-	f.last(x)
-	if a.steady != nil && a.steady.InSteady(x.Time, x.IntervalNs) {
-		f.steadyRow(x)
-	}
-}
-
-// last keeps the last non-null cwnd, mss and srtt.
-func (f *flowState) last(x *trace.FlowRow) {
-	if x.SndCwnd != nil {
-		f.cwnd = *x.SndCwnd
-	}
-	if x.MSS != nil {
-		f.mss = *x.MSS
-	}
-	if x.SrttUs != nil {
-		f.srtt = *x.SrttUs
-	}
-}
-
-// steadyRow adds a steady-state row's bytes and window-limited rate.
-func (f *flowState) steadyRow(x *trace.FlowRow) {
-	f.steadyTx += x.TxBytes
-	f.steadyRx += x.RxBytes
-	if end := x.Time.UnixNano(); end != f.lastSteady {
-		// one socket's rows of one interval (netdev bytes, tcp RTT) count its time once
-		f.steadyNs += x.IntervalNs
-		f.lastSteady = end
-	}
-	if x.SndCwnd == nil || x.MSS == nil || x.SrttUs == nil || *x.SrttUs == 0 {
-		return
-	}
-	win := float64(*x.SndCwnd) * float64(*x.MSS)
-	f.winSum += win * 8 / (float64(*x.SrttUs) / 1e6) * float64(x.IntervalNs)
-	f.winBytes += win * float64(x.IntervalNs)
-	f.winNs += x.IntervalNs
-}
-
 // finish sets Report.Flows, Peers, RTT, RTTHist and FlowRetransmits.
 func (a *flowAcc) finish(b *builder) {
 	r := b.r
@@ -177,8 +70,9 @@ func (a *flowAcc) finish(b *builder) {
 	}
 	var all rttDist
 	peers := map[string]*peerState{}
-	for k, f := range a.flows {
-		s := f.summary(k, b.traffic.endpoints)
+	for i := range a.flows {
+		f := &a.flows[i]
+		s := f.summary(b.traffic.endpoints)
 		r.Flows = append(r.Flows, s)
 		all.merge(&f.rtt)
 		peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
@@ -211,9 +105,10 @@ func flowLess(a, b FlowSummary) bool {
 }
 
 // summary converts the accumulator to a FlowSummary.
-func (f *flowState) summary(k flowKey, endpoints map[string]bool) FlowSummary {
+func (f *flowState) summary(endpoints map[string]bool) FlowSummary {
+	k := f.key
 	s := FlowSummary{Netns: k.netns, Ifindex: f.ifindex, Family: k.family, Proto: k.proto,
-		Src: addrPort(k.src, k.sport), Dst: addrPort(k.dst, k.dport), Peer: k.dst,
+		Src: addrPort(f.src, k.sport), Dst: addrPort(f.dst, k.dport), Peer: f.dst,
 		Sending: f.tx > f.rx, TxBytes: f.tx, RxBytes: f.rx, TxPackets: f.txPkts, Retransmits: f.retx,
 		Cwnd: f.cwnd, MSS: f.mss, SrttUs: f.srtt, RTT: f.rtt.summary()}
 	s.Generator = endpoints[s.Src+">"+s.Dst]

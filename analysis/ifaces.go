@@ -120,6 +120,11 @@ func (b *builder) pickIface(totals map[ifaceKey][2]uint64, role string, col int)
 		}
 		b.r.note("manifest's " + role + " interface " + mi.Name + " has no ifaces rows")
 	}
+	dir := []string{"rx", "tx"}[col]
+	if b.manifestHasRoles() {
+		b.r.note(fmt.Sprintf("no interface has role %s in the manifest (on a two-machine run it is the peer's): no %s interface figures", role, dir))
+		return ifaceKey{}, false
+	}
 	var best ifaceKey
 	var bestTotal uint64
 	first := true
@@ -129,13 +134,24 @@ func (b *builder) pickIface(totals map[ifaceKey][2]uint64, role string, col int)
 			best, bestTotal, first = k, v, false
 		}
 	}
-	dir := []string{"rx", "tx"}[col]
 	if bestTotal == 0 {
 		b.r.note(fmt.Sprintf("no interface marked %s and none with %s_bytes: no %s interface figures", role, dir, dir))
 		return ifaceKey{}, false
 	}
 	b.r.note(fmt.Sprintf("no interface marked %s: using %s (largest %s_bytes total)", role, best.name, dir))
 	return best, true
+}
+
+// manifestHasRoles reports whether the manifest marks any interface as
+// sender or receiver: the run then said which interface does what, and an
+// unmarked direction is not on this host.
+func (b *builder) manifestHasRoles() bool {
+	for _, mi := range b.r.Manifest.Interfaces {
+		if mi.Role == trace.RoleSender || mi.Role == trace.RoleReceiver {
+			return true
+		}
+	}
+	return false
 }
 
 // direction builds one direction's rates.

@@ -218,6 +218,10 @@ type Report struct {
 	// Blob summarises HTTP 503s of blob rows; nil without blob rows.
 	Blob *BlobSummary
 
+	// Phases is set when traffic rows mark warm-up or cool-down intervals:
+	// every figure then covers the measured window only.
+	Phases *Phases
+
 	// Verdicts are the rules' outcomes, in rule order.
 	Verdicts []Verdict
 

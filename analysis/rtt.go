@@ -2,9 +2,8 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"sort"
-
-	"github.com/netprof/netprof/trace"
 )
 
 // quantUs returns v exact below 1000 µs and rounded to 3 significant
@@ -24,36 +23,34 @@ func quantUs(v uint32) uint32 {
 // rttDist is a samples-weighted distribution of per-interval RTT
 // percentiles.
 type rttDist struct {
-	p50, p99         map[uint32]uint64
 	min, max, kernel uint32
 	samples          uint64
 	rows             int
+	p50, p99         wdist
 }
 
-// add adds one flows row (rows without samples add only the kernel min).
-func (d *rttDist) add(x *trace.FlowRow) {
-	if x.MinRttUs != nil && *x.MinRttUs > 0 && (d.kernel == 0 || *x.MinRttUs < d.kernel) {
-		d.kernel = *x.MinRttUs
+// add adds row i of fb (rows without samples add only the kernel min).
+func (d *rttDist) add(fb *flowBatch, i int) {
+	if k := fb.opt[optMinRTT][i]; k > 0 && fb.has(optMinRTT, i) && (d.kernel == 0 || k < d.kernel) {
+		d.kernel = k
 	}
-	if x.RTTSamples == 0 {
+	w := fb.samples[i]
+	if w == 0 {
 		return
 	}
-	if d.p50 == nil {
-		d.p50, d.p99 = map[uint32]uint64{}, map[uint32]uint64{}
-	}
 	d.rows++
-	d.samples += x.RTTSamples
-	if x.RTTP50Us != nil {
-		d.p50[quantUs(*x.RTTP50Us)] += x.RTTSamples
+	d.samples += w
+	if fb.has(optRTTP50, i) {
+		d.p50.add(quantUs(fb.opt[optRTTP50][i]), w)
 	}
-	if x.RTTP99Us != nil {
-		d.p99[quantUs(*x.RTTP99Us)] += x.RTTSamples
+	if fb.has(optRTTP99, i) {
+		d.p99.add(quantUs(fb.opt[optRTTP99][i]), w)
 	}
-	if x.RTTMinUs != nil && (d.min == 0 || *x.RTTMinUs < d.min) {
-		d.min = *x.RTTMinUs
+	if v := fb.opt[optRTTMin][i]; fb.has(optRTTMin, i) && (d.min == 0 || v < d.min) {
+		d.min = v
 	}
-	if x.RTTMaxUs != nil && *x.RTTMaxUs > d.max {
-		d.max = *x.RTTMaxUs
+	if v := fb.opt[optRTTMax][i]; fb.has(optRTTMax, i) && v > d.max {
+		d.max = v
 	}
 }
 
@@ -65,15 +62,8 @@ func (d *rttDist) merge(o *rttDist) {
 	if o.rows == 0 {
 		return
 	}
-	if d.p50 == nil {
-		d.p50, d.p99 = map[uint32]uint64{}, map[uint32]uint64{}
-	}
-	for v, w := range o.p50 {
-		d.p50[v] += w
-	}
-	for v, w := range o.p99 {
-		d.p99[v] += w
-	}
+	d.p50.merge(&o.p50)
+	d.p99.merge(&o.p99)
 	if o.min > 0 && (d.min == 0 || o.min < d.min) {
 		d.min = o.min
 	}
@@ -84,28 +74,100 @@ func (d *rttDist) merge(o *rttDist) {
 
 // summary returns the distribution's summary, or nil without samples.
 func (d *rttDist) summary() *RTTSummary {
-	if d.rows == 0 || len(d.p50) == 0 {
+	if d.rows == 0 || d.p50.len() == 0 {
 		return nil
 	}
-	return &RTTSummary{P50Us: weightedPercentile(d.p50, 0.50), P99Us: weightedPercentile(d.p99, 0.99),
+	return &RTTSummary{P50Us: d.p50.percentile(0.50), P99Us: d.p99.percentile(0.99),
 		MinUs: d.min, MaxUs: d.max, KernelMinUs: d.kernel, Samples: d.samples, Rows: d.rows}
 }
 
-// weightedPercentile returns the smallest value whose cumulative weight
-// (values ascending) reaches q × the total weight; 0 for no weight.
-func weightedPercentile(m map[uint32]uint64, q float64) uint32 {
-	vals := make([]uint32, 0, len(m))
+// wdistInline is how many distinct values a wdist holds without a heap
+// allocation.
+const wdistInline = 12
+
+// wdist is a weighted distribution: its distinct values ascending, each
+// with its total weight. A flow sees few distinct (quantised) values: they
+// live inline (iv, iw: no allocation, next to the flow's other figures in
+// memory) until there are more than wdistInline, then in spill.
+type wdist struct {
+	n      int // values inline (0 once spilled)
+	iv     [wdistInline]uint32
+	iw     [wdistInline]uint64
+	spills *wspill
+}
+
+// wspill holds a wdist's values once they no longer fit inline.
+type wspill struct {
+	vals []uint32
+	ws   []uint64
+}
+
+// view returns the values and their weights.
+func (d *wdist) view() ([]uint32, []uint64) {
+	if d.spills != nil {
+		return d.spills.vals, d.spills.ws
+	}
+	return d.iv[:d.n], d.iw[:d.n]
+}
+
+// add adds weight w to value v.
+func (d *wdist) add(v uint32, w uint64) {
+	if d.n > 0 || d.spills == nil {
+		i := 0
+		for i < d.n && d.iv[i] < v {
+			i++
+		}
+		switch {
+		case i < d.n && d.iv[i] == v:
+			d.iw[i] += w
+			return
+		case d.n < wdistInline:
+			copy(d.iv[i+1:d.n+1], d.iv[i:d.n])
+			copy(d.iw[i+1:d.n+1], d.iw[i:d.n])
+			d.iv[i], d.iw[i] = v, w
+			d.n++
+			return
+		}
+		d.spills = &wspill{slices.Clone(d.iv[:d.n]), slices.Clone(d.iw[:d.n])}
+		d.n = 0
+	}
+	sp := d.spills
+	i, found := slices.BinarySearch(sp.vals, v)
+	if found {
+		sp.ws[i] += w
+		return
+	}
+	sp.vals = slices.Insert(sp.vals, i, v)
+	sp.ws = slices.Insert(sp.ws, i, w)
+}
+
+// len returns the number of distinct values.
+func (d *wdist) len() int {
+	vals, _ := d.view()
+	return len(vals)
+}
+
+// merge adds o's weights into d.
+func (d *wdist) merge(o *wdist) {
+	vals, ws := o.view()
+	for i, v := range vals {
+		d.add(v, ws[i])
+	}
+}
+
+// percentile returns the smallest value whose cumulative weight (values
+// ascending) reaches q × the total weight; 0 for no weight.
+func (d *wdist) percentile(q float64) uint32 {
+	vals, ws := d.view()
 	var total uint64
-	for v, w := range m {
-		vals = append(vals, v)
+	for _, w := range ws {
 		total += w
 	}
-	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
 	target := q * float64(total)
 	var cum uint64
-	for _, v := range vals {
-		cum += m[v]
-		if m[v] > 0 && float64(cum) >= target {
+	for i, v := range vals {
+		cum += ws[i]
+		if ws[i] > 0 && float64(cum) >= target {
 			return v
 		}
 	}
@@ -115,14 +177,11 @@ func weightedPercentile(m map[uint32]uint64, q float64) uint32 {
 // histogram bins the p50 distribution into log-spaced bins (4 per
 // doubling) between its smallest and largest value.
 func (d *rttDist) histogram() []HistBin {
-	if len(d.p50) == 0 {
+	vals, ws := d.p50.view()
+	if len(vals) == 0 {
 		return nil
 	}
-	lo, hi := uint32(math.MaxUint32), uint32(0)
-	for v := range d.p50 {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	lo = max(lo, 1)
+	lo, hi := max(vals[0], 1), vals[len(vals)-1]
 	edges := []uint32{lo}
 	for e := float64(lo); uint32(e) <= hi; {
 		e *= math.Pow(2, 0.25)
@@ -134,10 +193,10 @@ func (d *rttDist) histogram() []HistBin {
 	for i := range bins {
 		bins[i] = HistBin{LoUs: edges[i], HiUs: edges[i+1]}
 	}
-	for v, w := range d.p50 {
+	for j, v := range vals {
 		i := sort.Search(len(bins), func(i int) bool { return bins[i].HiUs > v })
 		if i < len(bins) {
-			bins[i].Samples += w
+			bins[i].Samples += ws[j]
 		}
 	}
 	return bins

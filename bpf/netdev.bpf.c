@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "netprof.h"
+#include "np_cast.h"
 
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
@@ -95,10 +96,11 @@ static __always_inline void parse_l4(struct pkt *p, const __u8 *l4)
 		p->hdr_len += 8;
 }
 
-/* parse_ip fills family, addresses, protocol and ports from the network
- * header at nh with one bpf_probe_read_kernel (a second one only for IPv4
- * options). Returns false for anything but IPv4/IPv6. */
-static __always_inline bool parse_ip(struct pkt *p, __u16 protocol, const unsigned char *nh)
+/* parse_ip_read fills family, addresses, protocol and ports from the
+ * network header at nh with one bpf_probe_read_kernel (a second one only for
+ * IPv4 options): the fallback for kernels without bpf_rdonly_cast. Returns
+ * false for anything but IPv4/IPv6. */
+static __always_inline bool parse_ip_read(struct pkt *p, __u16 protocol, const unsigned char *nh)
 {
 	struct hdrs h;
 
@@ -130,11 +132,61 @@ static __always_inline bool parse_ip(struct pkt *p, __u16 protocol, const unsign
 	return false;
 }
 
+/* parse_ip_cast is parse_ip_read with the headers read in place through
+ * bpf_rdonly_cast (np_cast.h): plain loads instead of helper calls. */
+static __always_inline bool parse_ip_cast(struct pkt *p, __u16 protocol, const unsigned char *nh)
+{
+	const unsigned char *l4;
+
+	if (protocol == bpf_htons(ETH_P_IP)) {
+		const struct iphdr *ip = np_cast(nh, struct iphdr);
+		__u32 ihl = BPF_CORE_READ_BITFIELD(ip, ihl) * 4;
+		__u32 a;
+
+		p->family = 4;
+		p->proto = ip->protocol;
+		a = ip->saddr;
+		__builtin_memcpy(p->saddr, &a, 4);
+		a = ip->daddr;
+		__builtin_memcpy(p->daddr, &a, 4);
+		p->hdr_len += ihl;
+		l4 = nh + ihl;
+	} else if (protocol == bpf_htons(ETH_P_IPV6)) {
+		const struct ipv6hdr *ip6 = np_cast(nh, struct ipv6hdr);
+		__u64 a[2];
+
+		p->family = 6;
+		p->proto = ip6->nexthdr; /* extension headers are not walked */
+		a[0] = ((const __u64 *)&ip6->saddr)[0];
+		a[1] = ((const __u64 *)&ip6->saddr)[1];
+		__builtin_memcpy(p->saddr, a, 16);
+		a[0] = ((const __u64 *)&ip6->daddr)[0];
+		a[1] = ((const __u64 *)&ip6->daddr)[1];
+		__builtin_memcpy(p->daddr, a, 16);
+		p->hdr_len += sizeof(struct ipv6hdr);
+		l4 = nh + sizeof(struct ipv6hdr);
+	} else {
+		return false;
+	}
+	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) {
+		/* UDP's ports sit where TCP's do. */
+		const struct tcphdr *th = np_cast(l4, struct tcphdr);
+
+		p->sport = bpf_ntohs(th->source);
+		p->dport = bpf_ntohs(th->dest);
+		if (p->proto == IPPROTO_TCP)
+			p->hdr_len += BPF_CORE_READ_BITFIELD(th, doff) * 4;
+		else
+			p->hdr_len += 8;
+	}
+	return true;
+}
+
 /* gso_segments returns how many wire segments the skb stands for, from
- * skb_shinfo(skb) at head + end (end is an offset on 64-bit kernels). One
- * read covers gso_size and gso_segs where they are adjacent, as they have
- * always been (the CO-RE offsets are constants, so the other branch is
- * removed at load time). */
+ * skb_shinfo(skb) at head + end (end is an offset on 64-bit kernels). Where
+ * bpf_rdonly_cast is missing, one bpf_probe_read_kernel covers gso_size and
+ * gso_segs where they are adjacent, as they have always been (the CO-RE
+ * offsets are constants, so the other branch is removed at load time). */
 static __always_inline __u32 gso_segments(const unsigned char *head, __u32 end, __u32 len, __u32 hdr_len)
 {
 	const unsigned char *shinfo = head + end;
@@ -142,7 +194,11 @@ static __always_inline __u32 gso_segments(const unsigned char *head, __u32 end, 
 	__u32 segs_off = bpf_core_field_offset(struct skb_shared_info, gso_segs);
 	__u16 g[2] = {};
 
-	if (segs_off == size_off + 2) {
+	if (np_have_cast()) {
+		const struct skb_shared_info *sh = np_cast(shinfo, struct skb_shared_info);
+		g[0] = sh->gso_size;
+		g[1] = sh->gso_segs;
+	} else if (segs_off == size_off + 2) {
 		bpf_probe_read_kernel(g, sizeof(g), shinfo + size_off);
 	} else {
 		bpf_probe_read_kernel(&g[0], 2, shinfo + size_off);
@@ -155,83 +211,55 @@ static __always_inline __u32 gso_segments(const unsigned char *head, __u32 end, 
 	return 1;
 }
 
-static __always_inline void add_dir(struct np_dir_counts *c, __u32 len, const struct pkt *p)
+#include "netdev_cache.h"
+
+static __always_inline struct np_nd_cache *nd_cache(void)
 {
-	__u64 wire = len;
-	if (p->segs > 1)
-		wire += (__u64)(p->segs - 1) * p->hdr_len;
-	c->bytes += len;
-	c->packets += p->segs;
-	c->skbs += 1;
-	c->wire_bytes += wire;
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&np_nd_cache, &zero);
 }
 
-static __always_inline void count_iface(__u64 netns, __u32 ifindex, bool rx, __u32 len,
-					const struct pkt *p, struct np_cpu_val *cv)
+/* flow_key fills k from the parsed headers, oriented from the local end:
+ * the destination on receive, the source on transmit. */
+static __always_inline void flow_key(struct np_flow_key *k, const struct np_iface_key *ik, bool rx,
+				     const struct pkt *p)
 {
-	struct np_iface_key k = {.netns = netns, .ifindex = ifindex};
-	struct np_iface_val *v = bpf_map_lookup_elem(&np_nd_ifaces, &k);
-	if (!v) {
-		struct np_iface_val zero = {};
-		/* Another CPU may insert the key first (-EEXIST): not a
-		 * failure. Only an skb that finds no entry at all is lost. */
-		bpf_map_update_elem(&np_nd_ifaces, &k, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&np_nd_ifaces, &k);
-		if (!v) {
-			if (cv)
-				cv->iface_update_fail++;
-			return;
-		}
-	}
-	add_dir(rx ? &v->rx : &v->tx, len, p);
-}
-
-static __always_inline void count_flow(__u64 netns, __u32 ifindex, bool rx, __u32 len,
-				       const struct pkt *p, struct np_cpu_val *cv)
-{
-	struct np_flow_key k = {.netns = netns, .ifindex = ifindex, .proto = p->proto};
 	const __u8 *local = rx ? p->daddr : p->saddr;
 	const __u8 *remote = rx ? p->saddr : p->daddr;
 
-	k.family = p->family;
-	k.lport = rx ? p->dport : p->sport;
-	k.rport = rx ? p->sport : p->dport;
+	k->netns = ik->netns;
+	k->ifindex = ik->ifindex;
+	k->proto = p->proto;
+	k->family = p->family;
+	k->lport = rx ? p->dport : p->sport;
+	k->rport = rx ? p->sport : p->dport;
 	if (p->family == 4) {
-		__builtin_memcpy(k.laddr, local, 4);
-		__builtin_memcpy(k.raddr, remote, 4);
+		__builtin_memcpy(k->laddr, local, 4);
+		__builtin_memcpy(k->raddr, remote, 4);
 	} else {
-		__builtin_memcpy(k.laddr, local, 16);
-		__builtin_memcpy(k.raddr, remote, 16);
+		__builtin_memcpy(k->laddr, local, 16);
+		__builtin_memcpy(k->raddr, remote, 16);
 	}
-
-	struct np_flow_val *v = bpf_map_lookup_elem(&np_nd_flows, &k);
-	if (!v) {
-		struct np_flow_val zero = {};
-		bpf_map_update_elem(&np_nd_flows, &k, &zero, BPF_NOEXIST); /* as count_iface */
-		v = bpf_map_lookup_elem(&np_nd_flows, &k);
-		if (!v) {
-			if (cv)
-				cv->flow_update_fail++;
-			return;
-		}
-	}
-	add_dir(rx ? &v->rx : &v->tx, len, p);
 }
 
 /* count_skb reads the skb and device fields directly: tp_btf arguments
  * are BTF pointers, so these are single PROBE_MEM loads (CO-RE relocated),
- * not bpf_probe_read_kernel calls. Only packet bytes and skb_shinfo, which
- * have no BTF type here, go through the helper. */
+ * not bpf_probe_read_kernel calls. Packet headers and skb_shinfo, which
+ * have no BTF type here, are read through bpf_rdonly_cast (np_cast.h), or
+ * the helper on kernels without it. */
 static __always_inline void count_skb(struct sk_buff *skb, bool rx)
 {
 	struct net_device *dev = skb->dev;
-	__u64 netns = dev->nd_net.net->ns.inum;
-	__u32 ifindex = dev->ifindex;
+	struct np_iface_key ik = {.netns = dev->nd_net.net->ns.inum, .ifindex = dev->ifindex};
 	unsigned char *head = skb->head;
 	__u16 mac = skb->mac_header;
 	__u16 protocol = skb->protocol;
 	__u32 len = skb->len;
+	struct np_flow_key fk = {};
+	struct np_nd_cache *c;
+	struct np_cpu_val *cv;
 	unsigned char *nh;
+	struct np_inc in;
 	struct pkt p = {};
 	bool ip;
 
@@ -249,18 +277,41 @@ static __always_inline void count_skb(struct sk_buff *skb, bool rx)
 			p.l2_len = nh - (head + mac);
 	}
 	p.hdr_len = p.l2_len;
-	ip = parse_ip(&p, protocol, nh);
+	if (np_have_cast())
+		ip = parse_ip_cast(&p, protocol, nh);
+	else
+		ip = parse_ip_read(&p, protocol, nh);
 	p.segs = gso_segments(head, skb->end, len, p.hdr_len);
+	in.bytes = len;
+	in.packets = p.segs;
+	in.wire_bytes = len;
+	if (p.segs > 1)
+		in.wire_bytes += (__u64)(p.segs - 1) * p.hdr_len;
+	if (ip)
+		flow_key(&fk, &ik, rx, &p);
 
-	struct np_cpu_val *cv = cpu_val();
-	if (rx && cv) {
+	cv = cpu_val();
+	if (!cv)
+		return;
+	if (rx) {
 		cv->rx_bytes += len;
 		cv->rx_packets += p.segs;
 		cv->rx_skbs += 1;
 	}
-	count_iface(netns, ifindex, rx, len, &p, cv);
+	c = nd_cache();
+	if (!c || !np_nd_cache_on || c->busy) {
+		count_hash(&np_nd_ifaces, &ik, rx, &in, &cv->iface_update_fail);
+		if (ip)
+			count_hash(&np_nd_flows, &fk, rx, &in, &cv->flow_update_fail);
+		return;
+	}
+	c->busy = 1;
+	np_barrier();
+	cache_iface(c, &ik, rx, &in, &cv->iface_update_fail);
 	if (ip)
-		count_flow(netns, ifindex, rx, len, &p, cv);
+		cache_flow(c, &fk, rx, &in, &cv->flow_update_fail);
+	np_barrier();
+	c->busy = 0;
 }
 
 /* net:netif_receive_skb fires in __netif_receive_skb_core for every skb the
@@ -294,5 +345,29 @@ int BPF_PROG(np_nd_napi, struct napi_struct *napi, int work, int budget)
 		cv->napi_packets += work;
 	if (work >= budget && budget > 0)
 		cv->napi_budget_exhausted++;
+	return 0;
+}
+
+/* np_nd_flush writes this CPU's cached counts back to the hash maps (see
+ * netdev_cache.h). Not attached: user space runs it on each CPU with
+ * BPF_PROG_TEST_RUN and BPF_F_TEST_RUN_ON_CPU (Linux >= 5.10) from another
+ * CPU, so it runs in the IPI with interrupts off. Returns 1 without doing
+ * anything when it interrupted a netdev program (try again), else 0. */
+SEC("raw_tp")
+int np_nd_flush(void *ctx)
+{
+	struct np_nd_cache *c = nd_cache();
+	struct np_cpu_val *cv = cpu_val();
+	__u32 i;
+
+	if (!c || !cv)
+		return 0;
+	if (c->busy)
+		return 1;
+	for (i = 0; i < NP_IFACE_SETS * 2; i++)
+		write_back(&np_nd_ifaces, &c->ifaces[i].key, (struct np_flow_val *)&c->ifaces[i].d,
+			   &cv->iface_update_fail);
+	for (i = 0; i < NP_FLOW_SETS * 2; i++)
+		write_back(&np_nd_flows, &c->flows[i].key, &c->flows[i].d, &cv->flow_update_fail);
 	return 0;
 }

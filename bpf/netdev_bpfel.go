@@ -82,16 +82,37 @@ type NetdevNpIfaceVal struct {
 	}
 }
 
+type NetdevNpNdCache struct {
+	_        structs.HostLayout
+	Busy     uint32
+	Pad      uint32
+	IfaceRef [16]uint8
+	FlowRef  [64]uint8
+	Ifaces   [16]struct {
+		_   structs.HostLayout
+		Key NetdevNpIfaceKey
+		D   NetdevNpIfaceVal
+	}
+	Flows [64]struct {
+		_   structs.HostLayout
+		Key NetdevNpFlowKey
+		D   NetdevNpFlowVal
+	}
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	NetdevMapNpNdCpus   = "np_nd_cpus"
-	NetdevMapNpNdFlows  = "np_nd_flows"
-	NetdevMapNpNdIfaces = "np_nd_ifaces"
-	NetdevProgNpNdNapi  = "np_nd_napi"
-	NetdevProgNpNdRx    = "np_nd_rx"
-	NetdevProgNpNdTx    = "np_nd_tx"
+	NetdevMapNpNdCache   = "np_nd_cache"
+	NetdevMapNpNdCpus    = "np_nd_cpus"
+	NetdevMapNpNdFlows   = "np_nd_flows"
+	NetdevMapNpNdIfaces  = "np_nd_ifaces"
+	NetdevProgNpNdFlush  = "np_nd_flush"
+	NetdevProgNpNdNapi   = "np_nd_napi"
+	NetdevProgNpNdRx     = "np_nd_rx"
+	NetdevProgNpNdTx     = "np_nd_tx"
+	NetdevVarNpNdCacheOn = "np_nd_cache_on"
 )
 
 // LoadNetdev returns the embedded CollectionSpec for Netdev.
@@ -136,15 +157,17 @@ type NetdevSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type NetdevProgramSpecs struct {
-	NpNdNapi *ebpf.ProgramSpec `ebpf:"np_nd_napi"`
-	NpNdRx   *ebpf.ProgramSpec `ebpf:"np_nd_rx"`
-	NpNdTx   *ebpf.ProgramSpec `ebpf:"np_nd_tx"`
+	NpNdFlush *ebpf.ProgramSpec `ebpf:"np_nd_flush"`
+	NpNdNapi  *ebpf.ProgramSpec `ebpf:"np_nd_napi"`
+	NpNdRx    *ebpf.ProgramSpec `ebpf:"np_nd_rx"`
+	NpNdTx    *ebpf.ProgramSpec `ebpf:"np_nd_tx"`
 }
 
 // NetdevMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type NetdevMapSpecs struct {
+	NpNdCache  *ebpf.MapSpec `ebpf:"np_nd_cache"`
 	NpNdCpus   *ebpf.MapSpec `ebpf:"np_nd_cpus"`
 	NpNdFlows  *ebpf.MapSpec `ebpf:"np_nd_flows"`
 	NpNdIfaces *ebpf.MapSpec `ebpf:"np_nd_ifaces"`
@@ -154,6 +177,7 @@ type NetdevMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type NetdevVariableSpecs struct {
+	NpNdCacheOn *ebpf.VariableSpec `ebpf:"np_nd_cache_on"`
 }
 
 // NetdevObjects contains all objects after they have been loaded into the kernel.
@@ -176,6 +200,7 @@ func (o *NetdevObjects) Close() error {
 //
 // It can be passed to LoadNetdevObjects or ebpf.CollectionSpec.LoadAndAssign.
 type NetdevMaps struct {
+	NpNdCache  *ebpf.Map `ebpf:"np_nd_cache"`
 	NpNdCpus   *ebpf.Map `ebpf:"np_nd_cpus"`
 	NpNdFlows  *ebpf.Map `ebpf:"np_nd_flows"`
 	NpNdIfaces *ebpf.Map `ebpf:"np_nd_ifaces"`
@@ -183,6 +208,7 @@ type NetdevMaps struct {
 
 func (m *NetdevMaps) Close() error {
 	return _NetdevClose(
+		m.NpNdCache,
 		m.NpNdCpus,
 		m.NpNdFlows,
 		m.NpNdIfaces,
@@ -193,19 +219,22 @@ func (m *NetdevMaps) Close() error {
 //
 // It can be passed to LoadNetdevObjects or ebpf.CollectionSpec.LoadAndAssign.
 type NetdevVariables struct {
+	NpNdCacheOn *ebpf.Variable `ebpf:"np_nd_cache_on"`
 }
 
 // NetdevPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadNetdevObjects or ebpf.CollectionSpec.LoadAndAssign.
 type NetdevPrograms struct {
-	NpNdNapi *ebpf.Program `ebpf:"np_nd_napi"`
-	NpNdRx   *ebpf.Program `ebpf:"np_nd_rx"`
-	NpNdTx   *ebpf.Program `ebpf:"np_nd_tx"`
+	NpNdFlush *ebpf.Program `ebpf:"np_nd_flush"`
+	NpNdNapi  *ebpf.Program `ebpf:"np_nd_napi"`
+	NpNdRx    *ebpf.Program `ebpf:"np_nd_rx"`
+	NpNdTx    *ebpf.Program `ebpf:"np_nd_tx"`
 }
 
 func (p *NetdevPrograms) Close() error {
 	return _NetdevClose(
+		p.NpNdFlush,
 		p.NpNdNapi,
 		p.NpNdRx,
 		p.NpNdTx,

@@ -26,6 +26,11 @@ type Program struct {
 	Name string
 	// Hook is the tracepoint as "subsystem:event", e.g. "net:netif_receive_skb".
 	Hook string
+	// Detached programs are loaded but not attached: the probe's user
+	// space runs them (BPF_PROG_TEST_RUN) through Loaded.Detached. They
+	// have no Hook, no Status row and no run statistics; one that fails to
+	// load is logged and left out (the probe must work without it).
+	Detached bool
 }
 
 // Spec is what a probe package gives the loader.
@@ -42,11 +47,15 @@ type Spec struct {
 type Loaded struct {
 	Probe string
 	// Maps are the probe's maps by name (shared by all its programs).
-	Maps   map[string]*ebpf.Map
-	Status []trace.Probe
-	progs  []attached
-	maps   *ebpf.Collection
-	closed bool
+	Maps map[string]*ebpf.Map
+	// Variables are the probe's global variables by name (set from user
+	// space at run time; Linux >= 5.5).
+	Variables map[string]*ebpf.Variable
+	Status    []trace.Probe
+	progs     []attached
+	detached  map[string]*ebpf.Program
+	maps      *ebpf.Collection
+	closed    bool
 }
 
 type attached struct {
@@ -71,8 +80,18 @@ func Load(spec Spec, log *slog.Logger) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s maps: %w", spec.Probe, err)
 	}
-	l := &Loaded{Probe: spec.Probe, Maps: coll.Maps, maps: coll}
+	l := &Loaded{Probe: spec.Probe, Maps: coll.Maps, Variables: coll.Variables, maps: coll,
+		detached: map[string]*ebpf.Program{}}
 	for _, p := range spec.Programs {
+		if p.Detached {
+			prog, err := loadProgram(spec.Collection, p, coll.Maps)
+			if err != nil {
+				log.Warn("probe program not loaded", "probe", spec.Probe, "program", p.Name, "reason", err.Error())
+				continue
+			}
+			l.detached[p.Name] = prog
+			continue
+		}
 		a, err := loadOne(spec.Collection, p, coll.Maps)
 		st := trace.Probe{Name: p.Name, Hook: p.Hook, Attached: err == nil}
 		if err != nil {
@@ -94,24 +113,35 @@ func loadOne(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (att
 	if err := TracepointExists(ps.AttachTo); err != nil {
 		return attached{}, err
 	}
-	one := cs.Copy()
-	one.Programs = map[string]*ebpf.ProgramSpec{p.Name: one.Programs[p.Name]}
-	coll, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: maps})
+	prog, err := loadProgram(cs, p, maps)
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return attached{}, fmt.Errorf("load %s: %-20v", p.Name, ve)
-		}
-		return attached{}, fmt.Errorf("load %s: %w", p.Name, err)
+		return attached{}, err
 	}
-	defer coll.Close()
-	prog := coll.DetachProgram(p.Name)
 	lk, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
 	if err != nil {
 		prog.Close()
 		return attached{}, fmt.Errorf("attach %s to %s: %w", p.Name, p.Hook, err)
 	}
 	return attached{Program: p, prog: prog, link: lk}, nil
+}
+
+// loadProgram loads program p of cs alone, with the probe's maps.
+func loadProgram(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	if _, ok := cs.Programs[p.Name]; !ok {
+		return nil, fmt.Errorf("program %s: %w", p.Name, os.ErrNotExist)
+	}
+	one := cs.Copy()
+	one.Programs = map[string]*ebpf.ProgramSpec{p.Name: one.Programs[p.Name]}
+	coll, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: maps})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load %s: %-20v", p.Name, ve)
+		}
+		return nil, fmt.Errorf("load %s: %w", p.Name, err)
+	}
+	defer coll.Close()
+	return coll.DetachProgram(p.Name), nil
 }
 
 // TracepointExists reports whether the running kernel has a BTF tracepoint
@@ -161,6 +191,10 @@ func (l *Loaded) Stats() ([]ProgramStats, error) {
 	return out, nil
 }
 
+// Detached returns the loaded detached program named name (see
+// Program.Detached), or nil if it is not part of the spec or failed to load.
+func (l *Loaded) Detached(name string) *ebpf.Program { return l.detached[name] }
+
 // Attached reports how many of the probe's programs are attached.
 func (l *Loaded) Attached() int { return len(l.progs) }
 
@@ -177,6 +211,9 @@ func (l *Loaded) Close() error {
 	}
 	for _, a := range l.progs {
 		errs = append(errs, a.prog.Close())
+	}
+	for _, p := range l.detached {
+		errs = append(errs, p.Close())
 	}
 	l.maps.Close()
 	return errors.Join(errs...)

@@ -82,36 +82,41 @@ func (r *Recorder) Run(ctx context.Context) error {
 			if d := minFinal - time.Since(last); d > 0 {
 				time.Sleep(d)
 			}
-			now := time.Now()
-			return r.tick(now, now.Sub(last), log)
-		case now := <-t.C:
-			now = time.Now() // the tick's own time may be stale after a stall
-			if err := r.tick(now, now.Sub(last), log); err != nil {
+			_, err := r.tick(last, log)
+			return err
+		case <-t.C:
+			end, err := r.tick(last, log)
+			if err != nil {
 				return err
 			}
-			last = now
+			last = end
 		}
 	}
 }
 
-func (r *Recorder) tick(end time.Time, length time.Duration, log *slog.Logger) error {
+// tick samples every sampler and writes the interval that started at
+// start. The interval's end is taken AFTER the samplers ran, so every count
+// they read (and every event a sampler collected up to its read) happened
+// before the row's time; samplers get the length measured before sampling
+// (a lower bound of the final interval_ns) for clamping.
+func (r *Recorder) tick(start time.Time, log *slog.Logger) (time.Time, error) {
 	iv := &trace.Interval{}
-	ns := length.Nanoseconds()
 	for _, s := range r.Samplers {
-		if err := s.Sample(iv, ns); err != nil {
+		if err := s.Sample(iv, time.Since(start).Nanoseconds()); err != nil {
 			log.Warn("sampler failed; interval written without its rows", "sampler", s.Name(), "err", err)
 		}
 	}
-	Stamp(iv, end.UTC(), ns)
+	end := time.Now()
+	Stamp(iv, end.UTC(), end.Sub(start).Nanoseconds())
 	if r.Writer != nil {
 		if err := r.Writer.WriteInterval(*iv); err != nil {
-			return fmt.Errorf("write interval: %w", err)
+			return end, fmt.Errorf("write interval: %w", err)
 		}
 	}
 	if r.OnInterval != nil {
 		r.OnInterval(end, iv)
 	}
-	return nil
+	return end, nil
 }
 
 // Stamp sets time (interval end) and interval_ns on every row of iv.

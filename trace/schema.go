@@ -202,7 +202,21 @@ type TrafficRow struct {
 	// "ServerBusy=12" or "OperationTimedOut=1;ServerBusy=3" ("-" for a
 	// 503 without the header); null when there was no 503.
 	HTTP503ErrorCodes *string `parquet:"http_503_error_codes,optional"`
+
+	// Phase says which part of a bench run the interval belongs to:
+	// PhaseWarmup, PhaseMeasure or PhaseCooldown. Warm-up and cool-down
+	// intervals are kept in the trace but left out of every figure
+	// (analysis excludes them from all tables by time). Null on rows of
+	// runs without phases (blob runs, traces from before this column).
+	Phase *string `parquet:"phase,optional"`
 }
+
+// Values of TrafficRow.Phase.
+const (
+	PhaseWarmup   = "warmup"
+	PhaseMeasure  = "measure"
+	PhaseCooldown = "cooldown"
+)
 
 // ProbeRow is one BPF program × interval, from the kernel's BPF runtime
 // statistics (bpf_prog_info run_cnt, run_time_ns; run time needs

@@ -36,6 +36,8 @@ type Receiver struct {
 	lastReject error
 	finished   chan struct{} // closed when every stream ended
 	pre        []net.Conn    // NewReceiverConns: stream i's connection; ln is nil
+
+	sink recvSink // the streams' shared discard buffer (fast path)
 }
 
 type recvStream struct {
@@ -49,6 +51,7 @@ type recvStream struct {
 // ignored. Serve takes ownership of ln and closes it when it returns.
 func NewReceiver(ln net.Listener, cfg Config) *Receiver {
 	r := &Receiver{ln: ln, cfg: cfg, conns: map[net.Conn]struct{}{}, finished: make(chan struct{})}
+	r.sink.size = cfg.BlockSize
 	if cfg.Streams > 0 && cfg.Streams <= MaxStreams {
 		r.slots = make([]atomic.Pointer[recvStream], cfg.Streams)
 		r.done = make([]bool, cfg.Streams)
@@ -293,25 +296,38 @@ func (r *Receiver) check(h hello) uint32 {
 	return ackOK
 }
 
-// receive is the hot loop: read into one buffer until EOF, then send the
-// trailer with the count.
+// receive is the hot loop: read (or discard, on the fast path) until EOF,
+// counting every byte, then send the trailer with the count.
 func (r *Receiver) receive(st *recvStream, c net.Conn) error {
-	buf := make([]byte, r.cfg.BlockSize)
-	for {
-		n, err := c.Read(buf)
-		st.bytes.Add(uint64(n))
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
+	count := func(n int) { st.bytes.Add(uint64(n)) }
+	err := receiveFast(rawConn(c), &r.sink, r.cfg.Streams, count)
+	if errors.Is(err, errFastPathUnsupported) {
+		err = readAll(c, r.cfg.BlockSize, count)
+	}
+	if err != nil {
+		return err
 	}
 	// The sender checks this count; if it is gone, that is its error to
 	// report, not ours.
 	_ = c.SetWriteDeadline(time.Now().Add(helloTimeout))
 	_ = writeTrailer(c, st.bytes.Load())
 	return nil
+}
+
+// readAll is the generic receive loop: net.Conn.Read into a buffer of
+// size bytes until EOF.
+func readAll(c net.Conn, size int, count func(int)) error {
+	buf := make([]byte, size)
+	for {
+		n, err := c.Read(buf)
+		count(n)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+	}
 }
 
 // Sample returns one sample per stream accepted so far, ordered by stream

@@ -63,6 +63,7 @@ func newApp(log *slog.Logger) *cli.App {
 			"Every flag can also be set from the environment as NETPROF_<FLAG> (e.g. NETPROF_STREAMS=8).",
 		Commands: withUsageErrors(
 			benchCommand(log),
+			sweepCommand(log),
 			analyzeCommand(),
 			ifacesCommand(),
 			pathCommand(),

@@ -44,6 +44,7 @@ func Spec(opt Options) (loader.Spec, error) {
 			{Name: bpf.NetdevProgNpNdRx, Hook: "net:netif_receive_skb"},
 			{Name: bpf.NetdevProgNpNdTx, Hook: "net:net_dev_start_xmit"},
 			{Name: bpf.NetdevProgNpNdNapi, Hook: "napi:napi_poll"},
+			{Name: bpf.NetdevProgNpNdFlush, Detached: true},
 		},
 	}, nil
 }

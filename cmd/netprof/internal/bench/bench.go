@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -21,6 +21,7 @@ import (
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
+	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/testbed"
 )
 
@@ -37,22 +38,40 @@ type Result struct {
 	Dir    string
 	Status string // "ok", "interrupted", or "failed: <reason>"
 	Report *analysis.Report
-	// Sent and Received are the generator's final per-stream counts.
+	// Sent and Received are this host's generator's final per-stream
+	// counts (both ends' on the local test bed), stream numbers as in the
+	// trace.
 	Sent, Received []traffic.StreamSample
 	// Namespaces names the test bed's network namespaces (removed by the
 	// time Run returns).
 	Namespaces []string
+	// Summary holds what the run adds to the report: CPU of both ends,
+	// phases, the peer, socket options as they took.
+	Summary *Summary
 }
 
-// Run performs one bench run. It returns an error wrapping ErrPrivilege
+// summary returns r.Summary, creating it.
+func (r *Result) summary() *Summary {
+	if r.Summary == nil {
+		r.Summary = &Summary{}
+	}
+	return r.Summary
+}
+
+// Run performs one bench run: over a local test bed it creates, or to
+// cfg.Peer (see RunPeer). It returns an error wrapping ErrPrivilege
 // when not root; an error before recording starts leaves no run directory
 // behind only if it happens before the directory is created. Once
 // recording started, the trace is always closed (valid, with every
-// completed interval) and Result is returned alongside any error. The test
-// bed is removed before Run returns, also on error and cancellation.
+// completed interval) and Result is returned alongside any error, with
+// the report of what was recorded when the trace could be read back. The
+// test bed is removed before Run returns, also on error and cancellation.
 func Run(ctx context.Context, cfg Config, toolVersion string, log *slog.Logger) (*Result, error) {
 	if log == nil {
 		log = slog.Default()
+	}
+	if cfg.Peer != "" {
+		return RunPeer(ctx, cfg, toolVersion, Local{}, log)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -81,8 +100,12 @@ func Run(ctx context.Context, cfg Config, toolVersion string, log *slog.Logger) 
 	return res, err
 }
 
+// runOnBed runs over an existing test bed: A dials, B listens.
 func runOnBed(ctx context.Context, cfg Config, toolVersion string, bed *testbed.Bed, log *slog.Logger) (*Result, error) {
-	links, handles, err := describeBed(bed)
+	if log == nil {
+		log = slog.Default()
+	}
+	links, handles, err := describeBed(bed, cfg.dir())
 	if err != nil {
 		return nil, err
 	}
@@ -91,48 +114,93 @@ func runOnBed(ctx context.Context, cfg Config, toolVersion string, bed *testbed.
 			h.Close()
 		}
 	}()
+	d := newBedDriver(cfg, bed, log)
+	defer d.close()
+	return execute(ctx, cfg, toolVersion, links, handles, d, nil, log)
+}
+
+// driver is one kind of run: both ends over the local test bed, or this
+// end of a test with a peer.
+type driver interface {
+	// connect establishes every data stream before anything is measured.
+	connect(ctx context.Context) error
+	// sockets returns a data connection of the dialing end and, when it is
+	// local too, of the accepting end (nil otherwise), right after connect.
+	sockets() (dialed, accepted net.Conn)
+	// samples returns this host's streams' cumulative counters, with
+	// stream numbers as in the trace.
+	samples() []traffic.StreamSample
+	// started is called once the recorder has its baseline, before run.
+	started(t0 time.Time)
+	// run sends and receives until the transfer ends.
+	run(ctx context.Context) error
+	// afterInterval runs on the recorder's goroutine after each interval.
+	afterInterval(tl *timeline, w *trace.Writer)
+	// finish runs once the recorder stopped: last rows, final counts.
+	finish(tl *timeline, w *trace.Writer, res *Result)
+	// beforeClose runs before the trace is closed, whatever happened.
+	beforeClose(w *trace.Writer)
+}
+
+// execute records one run into a new run directory and analyses it.
+func execute(ctx context.Context, cfg Config, toolVersion string, links []linkstats.Link, handles []*netlink.Handle,
+	d driver, extra map[string]any, log *slog.Logger) (*Result, error) {
 	dir := cfg.Out
 	if dir == "" {
 		dir = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
 	}
-	w, err := trace.Create(dir, manifest(cfg, toolVersion, links))
+	m := manifest(cfg, toolVersion, links)
+	maps.Copy(m.Config, extra)
+	w, err := trace.Create(dir, m)
 	if err != nil {
 		return nil, fmt.Errorf("create trace: %w", err)
 	}
-	res := &Result{Dir: dir}
+	res := &Result{Dir: dir, Summary: newSummary(cfg)}
+	err = record(ctx, cfg, links, handles, d, w, res, log)
+	d.beforeClose(w)
+	res.Status = status(ctx, err)
+	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
+		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))
+	}
+	// A failed run's partial trace is analysed too (the report says its
+	// status); the run's error comes first.
+	run, aerr := trace.Open(dir)
+	if aerr == nil {
+		res.Report, aerr = analysis.FromRun(run)
+	}
+	if res.Report != nil {
+		res.Report.Dir = dir
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, aerr
+}
+
+// record attaches the probes, connects and runs the transfer.
+func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*netlink.Handle,
+	d driver, w *trace.Writer, res *Result, log *slog.Logger) error {
 	samplers, probes, err := buildSamplers(cfg, links, handles, log)
 	defer func() {
 		if err := probes.Close(); err != nil {
 			log.Error("probes", "err", err)
 		}
 	}()
-	if err == nil {
-		if probes != nil {
-			err = w.SetProbes(probes.status)
-		} else {
-			err = w.SetProbes(offProbes())
-		}
-	}
-	if err == nil {
-		err = transfer(ctx, cfg, bed, w, samplers, res, log)
-	}
-	recordDelayLine(bed, w, log)
-	res.Status = status(ctx, err)
-	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
-		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))
-	}
 	if err != nil {
-		return res, err
+		return err
 	}
-	run, err := trace.Open(dir)
-	if err != nil {
-		return res, err
+	status := offProbes()
+	if probes != nil {
+		status = probes.status
 	}
-	res.Report, err = analysis.FromRun(run)
-	if res.Report != nil {
-		res.Report.Dir = dir
+	if err := w.SetProbes(status); err != nil {
+		return err
 	}
-	return res, err
+	if err := d.connect(ctx); err != nil {
+		return err
+	}
+	res.summary().SockOpts = readSockets(cfg.SockOpts, d, log)
+	return transfer(ctx, cfg, d, w, samplers, res, log)
 }
 
 func status(ctx context.Context, err error) string {
@@ -145,59 +213,43 @@ func status(ctx context.Context, err error) string {
 	return "ok"
 }
 
-// transfer connects every stream, then records while the sender sends and
-// until the receiver has read everything (or drainTimeout passes).
-func transfer(ctx context.Context, cfg Config, bed *testbed.Bed, w *trace.Writer, samplers []loader.Sampler, res *Result, log *slog.Logger) error {
-	addr := net.JoinHostPort(bed.B().Addr.String(), strconv.Itoa(cfg.Port))
-	ln, err := bed.B().Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("receiver listen %s: %w", addr, err)
-	}
-	tcfg := cfg.traffic()
-	recv := traffic.NewReceiver(ln, tcfg)
-	recvCtx, cancelRecv := context.WithCancel(ctx)
-	defer cancelRecv()
-	recvDone := make(chan error, 1)
-	go func() { recvDone <- recv.Serve(recvCtx) }()
-
-	send := traffic.NewSender(bed.A().Dial, addr, tcfg)
-	defer send.Close()
-	if err := send.Connect(ctx); err != nil {
-		cancelRecv()
-		<-recvDone
-		return fmt.Errorf("connect: %w", err)
-	}
-	samplers = append(samplers, &trafficSampler{sources: []func() []traffic.StreamSample{send.Sample, recv.Sample}})
-	rec := &loader.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log}
-	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRec()
+// transfer records while the driver runs the connected streams to their
+// end, then completes the summary.
+func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, samplers []loader.Sampler, res *Result, log *slog.Logger) error {
+	tl := newTimeline(cfg)
+	// The timeline comes last: it marks the traffic rows with their phase.
+	samplers = append(samplers, &trafficSampler{sources: []func() []traffic.StreamSample{d.samples}}, tl)
+	lv := newLive(cfg.Live, d)
+	rec := &loader.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log,
+		OnInterval: func(end time.Time, iv *trace.Interval) {
+			tl.ended(end)
+			d.afterInterval(tl, w)
+			lv.line(tl, iv)
+		}}
 	start, err := rec.Start()
 	if err == nil {
 		err = w.UpdateManifest(func(m *trace.Manifest) { m.Start = start.UTC() })
 	}
 	if err != nil {
-		cancelRecv()
-		<-recvDone
 		return err
 	}
+	tl.start(start)
+	d.started(start)
+	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRec()
 	recDone := make(chan error, 1)
 	go func() { recDone <- rec.Run(recCtx) }()
 
-	sendErr := send.Run(ctx)
-	var recvErr error
-	select {
-	case recvErr = <-recvDone:
-	case <-time.After(drainTimeout):
-		cancelRecv()
-		recvErr = errors.Join(errors.New("receiver did not finish within "+drainTimeout.String()), <-recvDone)
-	}
+	runErr := d.run(ctx)
 	stopRec()
 	recErr := <-recDone
-	res.Sent, res.Received = send.Sample(), recv.Sample()
+	d.finish(tl, w, res)
+	res.summary().addLocal(cfg, tl)
+	recordSummary(w, res.summary(), tl, d, log)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return errors.Join(wrap("sender", sendErr), wrap("receiver", recvErr), wrap("recorder", recErr))
+	return errors.Join(runErr, wrap("recorder", recErr))
 }
 
 func wrap(what string, err error) error {
@@ -230,15 +282,20 @@ func offProbes() []trace.Probe {
 	return []trace.Probe{{Name: "all", Reason: "--no-bpf: probes off"}}
 }
 
-// describeBed returns both veth ends (A sends, B receives) with netlink
-// handles in their namespaces.
-func describeBed(bed *testbed.Bed) ([]linkstats.Link, []*netlink.Handle, error) {
+// describeBed returns both veth ends with netlink handles in their
+// namespaces. A sends and B receives, except in reverse runs (the other
+// way round); in bidir runs both do both and A is marked the sender.
+func describeBed(bed *testbed.Bed, dir control.Direction) ([]linkstats.Link, []*netlink.Handle, error) {
 	var links []linkstats.Link
 	var handles []*netlink.Handle
+	roleA, roleB := trace.RoleSender, trace.RoleReceiver
+	if dir == control.Reverse {
+		roleA, roleB = roleB, roleA
+	}
 	for _, h := range []struct {
 		host *testbed.Host
 		role string
-	}{{bed.A(), trace.RoleSender}, {bed.B(), trace.RoleReceiver}} {
+	}{{bed.A(), roleA}, {bed.B(), roleB}} {
 		nh, err := h.host.Handle()
 		if err != nil {
 			return nil, nil, closeAll(handles, fmt.Errorf("netlink in %s: %w", h.host.Name, err))
@@ -273,7 +330,7 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link) trace.Mani
 	for _, l := range links {
 		m.Interfaces = append(m.Interfaces, trace.Interface{
 			Name: l.Name, Index: int32(l.Index), Netns: l.Netns, Driver: l.Driver,
-			Master: l.Master, MTU: l.MTU, Role: l.Role,
+			Master: l.Master, MTU: l.MTU, Role: l.Role, RatedSpeedMbps: l.SpeedMbps,
 		})
 	}
 	return m

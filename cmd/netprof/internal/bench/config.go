@@ -7,11 +7,14 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
+	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/delayline"
 )
@@ -19,13 +22,20 @@ import (
 // Config is what `netprof bench` was asked to do. The zero value is not
 // valid; start from DefaultConfig.
 type Config struct {
-	Duration  time.Duration // sending time, after every stream is connected
-	Streams   int           // parallel TCP connections
+	// Duration is the measured sending time, after every stream is
+	// connected and after Warmup; the sender sends for Warmup + Duration +
+	// Cooldown in all.
+	Duration  time.Duration
+	Streams   int           // parallel TCP connections per direction
 	BlockSize int           // bytes per write/read
 	Interval  time.Duration // sampling period
 	Out       string        // run directory; "" means ./runs/<UTC timestamp>
 	NoBPF     bool          // generator + netlink only
-	Port      int           // receiver's TCP port
+	// Port is the receiver's TCP port on the local test bed; Ports, when
+	// set, replaces it with one port per stream (shared round-robin when
+	// there are more streams than ports), as `traffic serve --ports` does.
+	Port  int
+	Ports []int
 	// FlowEntries sizes the BPF flow table (LRU; evictions are recorded).
 	FlowEntries uint32
 	// RTT, when positive, joins the namespaces through netprof's
@@ -36,16 +46,56 @@ type Config struct {
 	// (RTTSysctls) so a stream is not capped at 4 MB per round trip.
 	// 0 means a direct veth pair.
 	RTT time.Duration
+	// Direction is control.Send (the default when empty: this end, or
+	// namespace A, sends), control.Reverse or control.Bidir (Streams each
+	// way; reverse streams are numbered Streams..2×Streams-1 in the trace).
+	Direction control.Direction
+	// Warmup and Cooldown are sending time before and after Duration that
+	// is recorded (traffic.phase "warmup"/"cooldown") but excluded from
+	// every figure.
+	Warmup, Cooldown time.Duration
+	// Peer, when set, is the HOST[:PORT] of a `netprof traffic serve`
+	// (port DefaultPeerPort when absent): the run goes to that machine
+	// instead of the local test bed.
+	Peer string
+	// PeerTimeout is how long a --peer run goes on without an interval
+	// report from the peer before it gives up (0: DefaultPeerTimeout).
+	PeerTimeout time.Duration
+	// ConnectTimeout bounds each data stream's connect (0: the default,
+	// traffic.DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	// SockOpts are applied to this host's data sockets (both ends on the
+	// local test bed; BindDev only to namespace A's).
+	SockOpts traffic.SockOpts
+	// IPv6 gives the local test bed IPv6 addresses (BedV6A, BedV6B), or
+	// prefers a peer name's IPv6 address.
+	IPv6 bool
+	// Live, when set, receives one line per interval (rate, retransmits,
+	// busiest CPU).
+	Live io.Writer
 	// Argv is recorded in the manifest.
 	Argv []string
 }
+
+// DefaultPeerPort is the control port of a peer given without one (the
+// default of `netprof traffic serve --listen`).
+const DefaultPeerPort = 5000
+
+// DefaultPeerTimeout is Config.PeerTimeout's default.
+const DefaultPeerTimeout = 5 * time.Second
+
+// Addresses of the local test bed with Config.IPv6 (from 2001:2::/48).
+var (
+	BedV6A = netip.MustParsePrefix("2001:2::1/64")
+	BedV6B = netip.MustParsePrefix("2001:2::2/64")
+)
 
 // DefaultConfig is `netprof bench` with no flags: 4 streams for 10 s,
 // 128 KiB blocks, 1 s intervals, probes on.
 func DefaultConfig() Config {
 	return Config{
 		Duration: 10 * time.Second, Streams: 4, BlockSize: traffic.DefaultBlockSize,
-		Interval: time.Second, Port: 5001, FlowEntries: 16384,
+		Interval: time.Second, Port: 5001, FlowEntries: 16384, Direction: control.Send,
 	}
 }
 
@@ -64,10 +114,84 @@ func (c Config) Validate() error {
 	if c.RTT < 0 || c.RTT > 2*testbed.MaxDelay {
 		errs = append(errs, fmt.Errorf("invalid rtt %v: must be 0 (direct veth) up to %v", c.RTT, 2*testbed.MaxDelay))
 	}
-	if c.Port < 1 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("invalid port %d: must be 1..65535", c.Port))
+	for _, p := range append([]int{c.Port}, c.Ports...) {
+		if p < 1 || p > 65535 {
+			errs = append(errs, fmt.Errorf("invalid port %d: must be 1..65535", p))
+		}
+	}
+	if c.Warmup < 0 || c.Cooldown < 0 {
+		errs = append(errs, fmt.Errorf("invalid warmup %v or cooldown %v: must not be negative", c.Warmup, c.Cooldown))
+	}
+	switch c.dir() {
+	case control.Send, control.Reverse, control.Bidir:
+	default:
+		errs = append(errs, fmt.Errorf("invalid direction %q: want send, reverse or bidir", c.Direction))
+	}
+	errs = append(errs, c.validatePeer(), c.SockOpts.Validate())
+	return errors.Join(errs...)
+}
+
+func (c Config) validatePeer() error {
+	if c.Peer == "" {
+		return nil
+	}
+	var errs []error
+	if c.RTT > 0 {
+		errs = append(errs, errors.New("rtt adds a delay line to the local test bed; it does not combine with a peer"))
+	}
+	if c.Interval < control.MinInterval {
+		errs = append(errs, fmt.Errorf("invalid interval %v: with a peer it must be at least %v", c.Interval, control.MinInterval))
+	}
+	if c.PeerTimeout != 0 && c.PeerTimeout <= c.Interval {
+		errs = append(errs, fmt.Errorf("invalid peer timeout %v: must be longer than the interval %v", c.PeerTimeout, c.Interval))
 	}
 	return errors.Join(errs...)
+}
+
+// dir returns the direction, Send when unset.
+func (c Config) dir() control.Direction {
+	if c.Direction == "" {
+		return control.Send
+	}
+	return c.Direction
+}
+
+// streamCounts returns the number of forward (A or this end sends) and
+// reverse streams.
+func (c Config) streamCounts() (forward, reverse int) {
+	switch c.dir() {
+	case control.Reverse:
+		return 0, c.Streams
+	case control.Bidir:
+		return c.Streams, c.Streams
+	}
+	return c.Streams, 0
+}
+
+// sendTime is the whole sending time: warm-up, measured duration and
+// cool-down.
+func (c Config) sendTime() time.Duration { return c.Warmup + c.Duration + c.Cooldown }
+
+// ports returns the local test bed's data ports.
+func (c Config) ports() []int {
+	if len(c.Ports) > 0 {
+		return c.Ports
+	}
+	return []int{c.Port}
+}
+
+func (c Config) peerTimeout() time.Duration {
+	if c.PeerTimeout > 0 {
+		return c.PeerTimeout
+	}
+	return max(DefaultPeerTimeout, 2*c.Interval+time.Second)
+}
+
+func (c Config) connectTimeout() time.Duration {
+	if c.ConnectTimeout > 0 {
+		return c.ConnectTimeout
+	}
+	return traffic.DefaultConnectTimeout
 }
 
 // RTTSysctls are written inside both namespaces when Config.RTT is set:
@@ -83,14 +207,18 @@ var RTTSysctls = map[string]string{
 
 // bedOptions returns the test bed for c: a veth pair, or the delay line.
 func (c Config) bedOptions() testbed.Options {
-	if c.RTT <= 0 {
-		return testbed.Options{}
+	var o testbed.Options
+	if c.IPv6 {
+		o.AddrA, o.AddrB = BedV6A, BedV6B
 	}
-	return testbed.Options{Delay: c.RTT / 2, Sysctls: RTTSysctls}
+	if c.RTT > 0 {
+		o.Delay, o.Sysctls = c.RTT/2, RTTSysctls
+	}
+	return o
 }
 
 func (c Config) traffic() traffic.Config {
-	return traffic.Config{Streams: c.Streams, Duration: c.Duration, BlockSize: c.BlockSize}
+	return traffic.Config{Streams: c.Streams, Duration: c.sendTime(), BlockSize: c.BlockSize, ConnectTimeout: c.ConnectTimeout}
 }
 
 // manifestConfig is the configuration as recorded in manifest.json.
@@ -105,6 +233,23 @@ func (c Config) manifestConfig() map[string]any {
 		"port":         c.Port,
 		"flow_entries": c.FlowEntries,
 		"testbed":      "veth pair between two network namespaces",
+		"direction":    string(c.dir()),
+		"warmup_ns":    c.Warmup.Nanoseconds(),
+		"cooldown_ns":  c.Cooldown.Nanoseconds(),
+		"send_time_ns": c.sendTime().Nanoseconds(),
+		"ipv6":         c.IPv6,
+	}
+	if len(c.Ports) > 0 {
+		m["ports"] = c.Ports
+	}
+	if !c.SockOpts.IsZero() {
+		m["socket_options"] = sockOptsConfig(c.SockOpts)
+	}
+	if c.Peer != "" {
+		delete(m, "testbed")
+		delete(m, "port")
+		m["peer"] = c.Peer
+		m["peer_timeout_ns"] = c.peerTimeout().Nanoseconds()
 	}
 	if c.RTT > 0 {
 		m["testbed"] = "TUN device in each of two network namespaces, joined by netprof's user-space delay line"
