@@ -218,11 +218,30 @@ func ruleStorage(f *facts) Verdict {
 	return v
 }
 
+// injectedRTTUs returns the RTT a bench --rtt run injected (manifest config
+// rtt_ns), in µs; 0 when none.
+func injectedRTTUs(cfg map[string]any) float64 {
+	switch v := cfg["rtt_ns"].(type) {
+	case float64:
+		return v / 1e3
+	case int64:
+		return float64(v) / 1e3
+	case int:
+		return float64(v) / 1e3
+	}
+	return 0
+}
+
 // ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link
 // expectation.
 func ruleHairpin(f *facts) Verdict {
 	th := f.th
 	expect := float64(th.HairpinExpectRTT.Microseconds())
+	// A run over netprof's own delay line (bench --rtt) expects the RTT it
+	// asked for, unless --expect-rtt said otherwise.
+	if rtt := injectedRTTUs(f.r.Manifest.Config); rtt > 0 && th.HairpinExpectRTT == DefaultThresholds().HairpinExpectRTT {
+		expect = rtt
+	}
 	limit := th.HairpinFactor * expect
 	v := Verdict{Rule: RuleHairpin, Thresholds: []string{fmt.Sprintf(
 		"a peer's min RTT > %.3g x %s expected of an on-link peer = %s (>= %d samples; judged on min RTT, not loaded RTT)",

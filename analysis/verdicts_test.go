@@ -151,6 +151,15 @@ func TestRuleHairpin(t *testing.T) {
 	// A remote peer with --expect-rtt 5ms: 2 ms is expected.
 	wantVerdict(t, scen(t, far, Options{Thresholds: Thresholds{HairpinExpectRTT: 5 * time.Millisecond}}),
 		RuleHairpin, NotFired)
+	// A bench --rtt 2ms run asked for that RTT: not a hairpin.
+	ifaces, cpus, flows, traffic := far.Tables()
+	m := far.Manifest()
+	m.Config = map[string]any{"rtt_ns": float64(2e6)}
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVerdict(t, r, RuleHairpin, NotFired)
 }
 
 func TestRuleSender(t *testing.T) {

@@ -49,7 +49,7 @@ func (p Point) RateBps() float64 {
 }
 
 // Windows holds the three throughput figures of one counter over a run
-// (see DESIGN.md "Throughput windows"). Rates are in bit/s.
+// (see the README, "Reading the report"). Rates are in bit/s.
 type Windows struct {
 	// PeakBps is the largest single-interval rate, bit/s; PeakAt is the end
 	// of that interval (the earliest one on ties), zero when no interval has
@@ -120,15 +120,22 @@ func ComputeWindows(points []Point, runStart, runEnd time.Time) Windows {
 	}
 	var w Windows
 	w.Intervals = len(pts)
+	for _, p := range pts {
+		w.TotalBytes += p.Bytes
+	}
+	w.WholeRunBps = wholeRun(w.TotalBytes, pts, runStart, runEnd)
+	// A sliver of an interval (the final partial one, cut when the run
+	// stopped) gives a rate too noisy to stand as a peak or a steady-state
+	// sample: intervals shorter than half the median length count in the
+	// totals and the whole-run rate only.
+	pts = fullIntervals(pts)
 	rates := make([]float64, len(pts))
 	for i, p := range pts {
 		rates[i] = p.RateBps()
-		w.TotalBytes += p.Bytes
 		if rates[i] > w.PeakBps {
 			w.PeakBps, w.PeakAt = rates[i], p.End
 		}
 	}
-	w.WholeRunBps = wholeRun(w.TotalBytes, pts, runStart, runEnd)
 	first, last, ok := activeRange(rates, w.PeakBps)
 	if !ok {
 		return w
@@ -193,6 +200,22 @@ func cv(xs []float64) float64 {
 }
 
 // validPoints returns the points with IntervalNs > 0, sorted by End.
+// fullIntervals drops points shorter than half the median interval length.
+func fullIntervals(pts []Point) []Point {
+	ns := make([]float64, len(pts))
+	for i, p := range pts {
+		ns[i] = float64(p.IntervalNs)
+	}
+	half := Percentile(ns, 0.5) / 2
+	out := make([]Point, 0, len(pts))
+	for _, p := range pts {
+		if float64(p.IntervalNs) >= half {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func validPoints(points []Point) []Point {
 	pts := make([]Point, 0, len(points))
 	for _, p := range points {

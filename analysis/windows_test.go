@@ -197,3 +197,22 @@ func TestFormatGbps(t *testing.T) {
 		}
 	}
 }
+
+// A final sliver of an interval (10 ms cut when the run stopped) is counted
+// in the total and the whole-run rate but cannot be the peak: 20 MB in 10 ms
+// would be 16 Gbit/s against 8 Gbit/s in every full interval.
+func TestSliverIntervalNotPeak(t *testing.T) {
+	pts := []Point{
+		{End: at(1), IntervalNs: sec(1), Bytes: 1_000_000_000},
+		{End: at(2), IntervalNs: sec(1), Bytes: 1_000_000_000},
+		{End: at(3), IntervalNs: sec(1), Bytes: 1_000_000_000},
+		{End: at(3.01), IntervalNs: sec(0.01), Bytes: 20_000_000},
+	}
+	w := ComputeWindows(pts, at(0), at(3.01))
+	checkF(t, "PeakBps", w.PeakBps, 8e9)
+	checkF(t, "SteadyBps", w.SteadyBps, 8e9)
+	if w.TotalBytes != 3_020_000_000 || w.Intervals != 4 {
+		t.Errorf("total %d bytes in %d intervals, want 3020000000 in 4", w.TotalBytes, w.Intervals)
+	}
+	checkF(t, "WholeRunBps", w.WholeRunBps, 3_020_000_000*8/3.01)
+}

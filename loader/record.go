@@ -33,8 +33,8 @@ type Recorder struct {
 	Log        *slog.Logger
 	// MinFinal is the shortest final partial interval: when the run stops
 	// sooner after the last tick, the recorder waits until it has passed
-	// (default half the Period: a sliver of an interval gives a rate too
-	// noisy to stand as a peak).
+	// (default 10 ms; analysis leaves intervals shorter than half the
+	// usual length out of peak and steady state).
 	MinFinal time.Duration
 
 	started time.Time
@@ -69,7 +69,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	minFinal := r.MinFinal
 	if minFinal == 0 {
-		minFinal = r.Period / 2
+		minFinal = 10 * time.Millisecond
 	}
 	last := r.started
 	t := time.NewTicker(r.Period)

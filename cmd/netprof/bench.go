@@ -11,6 +11,7 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/bench"
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/units"
@@ -70,6 +71,7 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.StringFlag{Name: "pacing-rate", Usage: "SO_MAX_PACING_RATE per stream, paced by the kernel, e.g. 1Gbit (" + units.RateHelp + ")", EnvVars: []string{"NETPROF_PACING_RATE"}},
 		&cli.BoolFlag{Name: "ipv6", Usage: "IPv6 on the local test bed (2001:2::/64), or a peer name's IPv6 address", EnvVars: []string{"NETPROF_IPV6"}},
 		&cli.BoolFlag{Name: "quiet", Usage: "no live line per interval on stderr", EnvVars: []string{"NETPROF_QUIET"}},
+		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 		&cli.BoolFlag{Name: "json", Usage: "print a JSON summary on stdout (decimal units, units in keys) instead of the text report", EnvVars: []string{"NETPROF_JSON"}},
 	}
 }
@@ -93,6 +95,15 @@ func runBench(c *cli.Context, log *slog.Logger) error {
 	cfg.Streams = c.Int("streams")
 	if err := validate(cfg); err != nil {
 		return err
+	}
+	if addr := c.String("prometheus"); addr != "" {
+		cfg.Metrics = metrics.New()
+		srv, err := metrics.Serve(addr, cfg.Metrics, log)
+		if err != nil {
+			return usageError{err}
+		}
+		defer srv.Close()
+		fmt.Fprintf(c.App.ErrWriter, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
 	}
 	res, err := bench.Run(c.Context, cfg, version, log)
 	if errors.Is(err, bench.ErrPrivilege) {

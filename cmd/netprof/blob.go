@@ -7,11 +7,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/blobrun"
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/traffic/blob"
+	"github.com/netprof/netprof/traffic/units"
 )
 
 const blobAuthHelp = "Credentials come from the environment or the URL, never from flags: a SAS in the URL,\n" +
@@ -19,6 +22,8 @@ const blobAuthHelp = "Credentials come from the environment or the URL, never fr
 	"DefaultAzureCredential (Entra ID: environment, workload or managed identity, Azure CLI).\n" +
 	"Every HTTP attempt is counted inside the SDK's retry loop: requests, 2xx, 503 (with its\n" +
 	"x-ms-error-code), 500, other, retries, latency; one traffic row per URL per interval.\n" +
+	"The host is recorded as by `netprof watch --out`: the counted interfaces' netlink counters\n" +
+	"(--iface/--driver, default: the default route's) and, as root, the BPF probes.\n" +
 	"Flags go before the URLs."
 
 func blobCommand(log *slog.Logger) *cli.Command {
@@ -49,6 +54,8 @@ func blobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "out", Usage: "run directory (default ./runs/<UTC timestamp>)", EnvVars: []string{"NETPROF_OUT"}},
 		&cli.StringFlag{Name: "upload", Usage: "container URL [/prefix] to copy the run directory to (host=/date=/run= layout)", EnvVars: []string{"NETPROF_UPLOAD"}},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON", EnvVars: []string{"NETPROF_JSON"}},
+		&cli.BoolFlag{Name: "no-bpf", Usage: "no BPF probes: the trace gets netlink interface counters and the blob rows only", EnvVars: []string{"NETPROF_NO_BPF"}},
+		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 	}
 }
 
@@ -61,7 +68,7 @@ func blobPullCommand(log *slog.Logger) *cli.Command {
 			"the URLs are replicas of one blob (other accounts or containers) and block i comes from\n" +
 			"replica i mod n. Example: netprof blob pull --concurrency 32 --block-size 16MiB \\\n" +
 			"  https://acct.blob.core.windows.net/data/big.bin\n\n" + blobAuthHelp,
-		Flags: append(blobFlags(),
+		Flags: append(append(blobFlags(), selectFlags()...),
 			&cli.StringFlag{Name: "sink", Value: blob.SinkDiscard, Usage: "discard, a FILE, or a DIR (existing, or ending in /) for DIR/CONTAINER/BLOB", EnvVars: []string{"NETPROF_SINK"}},
 			&cli.BoolFlag{Name: "shard", Usage: "the URLs are replicas of one blob: spread its blocks over them", EnvVars: []string{"NETPROF_SHARD"}},
 		),
@@ -83,7 +90,7 @@ func blobPushCommand(log *slog.Logger) *cli.Command {
 			"committed with Put Block List: idempotent under retries, block size honoured at every size.\n" +
 			"Example: netprof blob push --size 300GB --block-size 64MiB --delete-after https://acct.blob.core.windows.net/c/x\n\n" +
 			blobAuthHelp,
-		Flags: append(blobFlags(),
+		Flags: append(append(blobFlags(), selectFlags()...),
 			&cli.StringFlag{Name: "size", Usage: "bytes of synthetic data (e.g. 300GB, 1GiB)", EnvVars: []string{"NETPROF_SIZE"}},
 			&cli.StringFlag{Name: "file", Usage: "push this file instead of synthetic data", EnvVars: []string{"NETPROF_FILE"}},
 			&cli.BoolFlag{Name: "delete-after", Usage: "delete each blob once committed", EnvVars: []string{"NETPROF_DELETE_AFTER"}},
@@ -108,7 +115,7 @@ func blobBenchCommand(log *slog.Logger) *cli.Command {
 			"test blobs first (not recorded) and records the pull; --mode push records the push.\n" +
 			"Example: netprof blob bench --mode pull --count 8 --size 1GiB https://acct.blob.core.windows.net/bench\n\n" +
 			blobAuthHelp,
-		Flags: append(blobFlags(),
+		Flags: append(append(blobFlags(), selectFlags()...),
 			&cli.StringFlag{Name: "mode", Value: blob.KindPull, Usage: "pull or push", EnvVars: []string{"NETPROF_MODE"}},
 			&cli.IntFlag{Name: "count", Value: 4, Usage: "number of test blobs", EnvVars: []string{"NETPROF_COUNT"}},
 			&cli.StringFlag{Name: "size", Value: "1GiB", Usage: "bytes per test blob", EnvVars: []string{"NETPROF_SIZE"}},
@@ -132,6 +139,15 @@ func runBlob(c *cli.Context, cmd string, log *slog.Logger, extra func(*blobrun.C
 	}
 	if err != nil {
 		return usageError{err}
+	}
+	if addr := c.String("prometheus"); addr != "" {
+		cfg.Metrics = metrics.New()
+		srv, err := metrics.Serve(addr, cfg.Metrics, log)
+		if err != nil {
+			return usageError{err}
+		}
+		defer srv.Close()
+		fmt.Fprintf(os.Stderr, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
 	}
 	res, err := blobrun.Run(c.Context, cfg, version, os.Getenv, log)
 	if blobrun.IsUsage(err) {
@@ -181,6 +197,11 @@ func blobConfig(c *cli.Context, cmd string) (blobrun.Config, error) {
 	cfg.Auth = blob.AuthMode(c.String("auth"))
 	cfg.Interval, cfg.Out, cfg.Upload = c.Duration("interval"), c.String("out"), c.String("upload")
 	cfg.Argv = os.Args
+	speeds, err := ifaces.ParseSpeedOverrides(c.StringSlice("link-speed"))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Host = watch.HostConfig{Select: selector(c), LinkSpeeds: speeds, NoBPF: c.Bool("no-bpf")}
 	return cfg, nil
 }
 
@@ -189,12 +210,9 @@ func parseSize(flag, v string) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := humanize.ParseBytes(v)
+	n, err := units.ParseSize(v)
 	if err != nil {
-		return 0, fmt.Errorf("--%s %q: %w", flag, v, err)
-	}
-	if n > 1<<50 {
-		return 0, fmt.Errorf("--%s %q: too large", flag, v)
+		return 0, fmt.Errorf("--%s: %w", flag, err)
 	}
 	return int64(n), nil
 }

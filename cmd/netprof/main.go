@@ -72,6 +72,12 @@ func newApp(log *slog.Logger) *cli.App {
 			trafficCommand(log),
 		),
 		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("unknown command %q (see netprof --help)", c.Args().First())}
+			}
+			return cli.ShowAppHelp(c)
+		},
 		// Errors are printed once, by run.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}

@@ -58,6 +58,7 @@ func TestExitCodes(t *testing.T) {
 		want string
 	}{
 		{"bench with an argument", []string{"bench", "extra"}, "takes no arguments"},
+		{"unknown command", []string{"nosuchcmd"}, "unknown command"},
 		{"zero streams", []string{"bench", "--streams", "0"}, "stream count"},
 		{"bad block size", []string{"bench", "--block-size", "12 parsecs"}, "--block-size"},
 		{"unknown flag", []string{"bench", "--no-such-flag"}, "no-such-flag"},

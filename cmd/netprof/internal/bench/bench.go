@@ -225,6 +225,9 @@ func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, sample
 			tl.ended(end)
 			d.afterInterval(tl, w)
 			lv.line(tl, iv)
+			if cfg.Metrics != nil {
+				cfg.Metrics.Observe(iv)
+			}
 		}}
 	start, err := rec.Start()
 	if err == nil {

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
@@ -73,6 +74,8 @@ type Config struct {
 	// Live, when set, receives one line per interval (rate, retransmits,
 	// busiest CPU).
 	Live io.Writer
+	// Metrics, if set, receives every interval (--prometheus).
+	Metrics *metrics.Exporter
 	// Argv is recorded in the manifest.
 	Argv []string
 }

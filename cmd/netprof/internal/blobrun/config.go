@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/traffic/blob"
 )
 
@@ -54,6 +56,12 @@ type Config struct {
 	Upload string
 	// Argv is recorded in the manifest, URLs redacted.
 	Argv []string
+	// Host selects the interfaces whose netlink counters are recorded and
+	// whether the BPF probes run (they need root; without it the manifest
+	// says why they are off).
+	Host watch.HostConfig
+	// Metrics, if set, receives every interval (--prometheus).
+	Metrics *metrics.Exporter
 }
 
 // DefaultConfig returns the defaults shared by the blob commands.

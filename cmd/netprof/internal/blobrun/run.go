@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
@@ -112,21 +113,35 @@ func prepare(ctx context.Context, c *blob.Client, cfg Config) (*blob.Transfer, *
 	return x, nil, err
 }
 
-// record runs x while recording it. It returns a nil Result only when the
-// run directory could not be created.
+// record runs x while recording it, with the host's interfaces and BPF
+// probes (see watch.Host). It returns a nil Result only when the run
+// directory could not be created or the interface selection failed.
 func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfer, redact func(string) string, log *slog.Logger) (*Result, error) {
 	dir := cfg.Out
 	if dir == "" {
 		dir = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
 	}
-	w, err := trace.Create(dir, manifest(cfg, toolVersion, x))
+	host, err := watch.OpenHost(cfg.Host, log)
+	if err != nil {
+		if errors.Is(err, watch.ErrUsage) {
+			return nil, usageError{err}
+		}
+		return nil, fmt.Errorf("host interfaces: %w", err)
+	}
+	defer func() {
+		if cerr := host.Close(); cerr != nil {
+			log.Error("host probes", "err", cerr)
+		}
+	}()
+	m := manifest(cfg, toolVersion, x)
+	m.Probes, m.Interfaces = host.Probes(), host.Interfaces()
+	w, err := trace.Create(dir, m)
 	if err != nil {
 		return nil, fmt.Errorf("create trace: %w", err)
 	}
 	res := &Result{Dir: dir}
-	err = w.SetProbes([]trace.Probe{{Name: "all", Reason: "blob commands record no BPF probes"}})
 	if err == nil {
-		err = transfer(ctx, cfg, w, x, log)
+		err = transfer(ctx, cfg, w, x, host.Samplers(), log)
 	}
 	res.Status = redact(status(ctx, err))
 	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
@@ -140,14 +155,18 @@ func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfe
 	return res, err
 }
 
-// transfer runs x with the recorder sampling it every interval.
-func transfer(ctx context.Context, cfg Config, w *trace.Writer, x *blob.Transfer, log *slog.Logger) error {
+// transfer runs x with the recorder sampling it (after the host samplers)
+// every interval.
+func transfer(ctx context.Context, cfg Config, w *trace.Writer, x *blob.Transfer, host []loader.Sampler, log *slog.Logger) error {
 	role := trace.RoleReceiver
 	if x.Kind() == blob.KindPush {
 		role = trace.RoleSender
 	}
-	rec := &loader.Recorder{Samplers: []loader.Sampler{&sampler{x: x, role: role}},
+	rec := &loader.Recorder{Samplers: append(host, &sampler{x: x, role: role}),
 		Period: cfg.Interval, Writer: w, Log: log}
+	if cfg.Metrics != nil {
+		rec.OnInterval = func(_ time.Time, iv *trace.Interval) { cfg.Metrics.Observe(iv) }
+	}
 	start, err := rec.Start()
 	if err == nil {
 		err = w.UpdateManifest(func(m *trace.Manifest) { m.Start = start.UTC() })
