@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/netprof/netprof/trace"
@@ -116,11 +118,18 @@ func (d *peerDriver) run(ctx context.Context) error {
 	if cause := context.Cause(rctx); errors.Is(cause, ErrPeerLost) {
 		return errors.Join(cause, err)
 	}
-	if err != nil && ctx.Err() == nil && (rep == nil || rep.Result == nil) {
+	if err != nil && ctx.Err() == nil && (rep == nil || rep.Result == nil || connLost(err)) {
 		return fmt.Errorf("%w: %s went away before its result (%d interval reports arrived): %w",
 			ErrPeerLost, d.addr, len(d.sess.Remote()), err)
 	}
 	return err
+}
+
+// connLost reports whether err says the peer's end of a connection went
+// away (reset, broken pipe, EOF): a peer that stops mid-run may still have
+// sent a result saying so, but the run lost its peer all the same.
+func connLost(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
 }
 
 // watch cancels the run when no interval report arrived for the peer
