@@ -53,3 +53,9 @@ int BPF_PROG(np_e_retrans)
 {
 	return 0;
 }
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(np_e_sock_state)
+{
+	return 0;
+}

@@ -16,13 +16,14 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	EmptyProgNpE_napi     = "np_e_napi"
-	EmptyProgNpE_retrans  = "np_e_retrans"
-	EmptyProgNpE_rx       = "np_e_rx"
-	EmptyProgNpE_siEntry  = "np_e_si_entry"
-	EmptyProgNpE_siExit   = "np_e_si_exit"
-	EmptyProgNpE_tcpProbe = "np_e_tcp_probe"
-	EmptyProgNpE_tx       = "np_e_tx"
+	EmptyProgNpE_napi      = "np_e_napi"
+	EmptyProgNpE_retrans   = "np_e_retrans"
+	EmptyProgNpE_rx        = "np_e_rx"
+	EmptyProgNpE_siEntry   = "np_e_si_entry"
+	EmptyProgNpE_siExit    = "np_e_si_exit"
+	EmptyProgNpE_sockState = "np_e_sock_state"
+	EmptyProgNpE_tcpProbe  = "np_e_tcp_probe"
+	EmptyProgNpE_tx        = "np_e_tx"
 )
 
 // LoadEmpty returns the embedded CollectionSpec for Empty.
@@ -67,13 +68,14 @@ type EmptySpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type EmptyProgramSpecs struct {
-	NpE_napi     *ebpf.ProgramSpec `ebpf:"np_e_napi"`
-	NpE_retrans  *ebpf.ProgramSpec `ebpf:"np_e_retrans"`
-	NpE_rx       *ebpf.ProgramSpec `ebpf:"np_e_rx"`
-	NpE_siEntry  *ebpf.ProgramSpec `ebpf:"np_e_si_entry"`
-	NpE_siExit   *ebpf.ProgramSpec `ebpf:"np_e_si_exit"`
-	NpE_tcpProbe *ebpf.ProgramSpec `ebpf:"np_e_tcp_probe"`
-	NpE_tx       *ebpf.ProgramSpec `ebpf:"np_e_tx"`
+	NpE_napi      *ebpf.ProgramSpec `ebpf:"np_e_napi"`
+	NpE_retrans   *ebpf.ProgramSpec `ebpf:"np_e_retrans"`
+	NpE_rx        *ebpf.ProgramSpec `ebpf:"np_e_rx"`
+	NpE_siEntry   *ebpf.ProgramSpec `ebpf:"np_e_si_entry"`
+	NpE_siExit    *ebpf.ProgramSpec `ebpf:"np_e_si_exit"`
+	NpE_sockState *ebpf.ProgramSpec `ebpf:"np_e_sock_state"`
+	NpE_tcpProbe  *ebpf.ProgramSpec `ebpf:"np_e_tcp_probe"`
+	NpE_tx        *ebpf.ProgramSpec `ebpf:"np_e_tx"`
 }
 
 // EmptyMapSpecs contains maps before they are loaded into the kernel.
@@ -124,13 +126,14 @@ type EmptyVariables struct {
 //
 // It can be passed to LoadEmptyObjects or ebpf.CollectionSpec.LoadAndAssign.
 type EmptyPrograms struct {
-	NpE_napi     *ebpf.Program `ebpf:"np_e_napi"`
-	NpE_retrans  *ebpf.Program `ebpf:"np_e_retrans"`
-	NpE_rx       *ebpf.Program `ebpf:"np_e_rx"`
-	NpE_siEntry  *ebpf.Program `ebpf:"np_e_si_entry"`
-	NpE_siExit   *ebpf.Program `ebpf:"np_e_si_exit"`
-	NpE_tcpProbe *ebpf.Program `ebpf:"np_e_tcp_probe"`
-	NpE_tx       *ebpf.Program `ebpf:"np_e_tx"`
+	NpE_napi      *ebpf.Program `ebpf:"np_e_napi"`
+	NpE_retrans   *ebpf.Program `ebpf:"np_e_retrans"`
+	NpE_rx        *ebpf.Program `ebpf:"np_e_rx"`
+	NpE_siEntry   *ebpf.Program `ebpf:"np_e_si_entry"`
+	NpE_siExit    *ebpf.Program `ebpf:"np_e_si_exit"`
+	NpE_sockState *ebpf.Program `ebpf:"np_e_sock_state"`
+	NpE_tcpProbe  *ebpf.Program `ebpf:"np_e_tcp_probe"`
+	NpE_tx        *ebpf.Program `ebpf:"np_e_tx"`
 }
 
 func (p *EmptyPrograms) Close() error {
@@ -140,6 +143,7 @@ func (p *EmptyPrograms) Close() error {
 		p.NpE_rx,
 		p.NpE_siEntry,
 		p.NpE_siExit,
+		p.NpE_sockState,
 		p.NpE_tcpProbe,
 		p.NpE_tx,
 	)

@@ -351,8 +351,10 @@ int BPF_PROG(np_nd_napi, struct napi_struct *napi, int work, int budget)
 /* np_nd_flush writes this CPU's cached counts back to the hash maps (see
  * netdev_cache.h). Not attached: user space runs it on each CPU with
  * BPF_PROG_TEST_RUN and BPF_F_TEST_RUN_ON_CPU (Linux >= 5.10) from another
- * CPU, so it runs in the IPI with interrupts off. Returns 1 without doing
- * anything when it interrupted a netdev program (try again), else 0. */
+ * CPU, so it runs in the IPI with interrupts off (run locally, in process
+ * context, a softirq could interleave with it: netdev.flusher never does).
+ * Returns 1 without doing anything when it interrupted a netdev program
+ * (try again), else 0. */
 SEC("raw_tp")
 int np_nd_flush(void *ctx)
 {

@@ -24,6 +24,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "netprof.h"
+#include "np_cast.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -77,40 +78,61 @@ static __always_inline __u32 rtt_bucket(__u32 us)
 	return NP_RTT_LINEAR_BUCKETS + ((msb - NP_RTT_LOG_FIRST) << NP_RTT_SUB_BITS) + sub;
 }
 
+/* tcp_sk returns sk as a tcp_sock that fields are read from directly:
+ * bpf_rdonly_cast (Linux >= 6.2, inlined to a move) or
+ * bpf_skc_to_tcp_sock (5.9, a helper call). Both tracepoints pass a full
+ * TCP socket. */
+static __always_inline const struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	if (np_have_cast())
+		return np_cast(sk, struct tcp_sock);
+	return bpf_skc_to_tcp_sock((void *)sk);
+}
+
+/* sock_key fills k from the socket's common fields, read directly (tp_btf
+ * arguments are BTF pointers: plain loads, no helper calls). */
 static __always_inline bool sock_key(const struct sock *sk, struct np_flow_key *k)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	const struct sock_common *c = &sk->__sk_common;
+	__u16 family = c->skc_family;
 
-	k->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	k->netns = c->skc_net.net->ns.inum;
 	k->proto = IPPROTO_TCP;
-	k->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	k->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	k->lport = c->skc_num;
+	k->rport = bpf_ntohs(c->skc_dport);
 	if (family == AF_INET) {
+		__u32 a = c->skc_rcv_saddr;
+
 		k->family = 4;
-		bpf_core_read(k->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
-		bpf_core_read(k->raddr, 4, &sk->__sk_common.skc_daddr);
+		__builtin_memcpy(k->laddr, &a, 4);
+		a = c->skc_daddr;
+		__builtin_memcpy(k->raddr, &a, 4);
 		return true;
 	}
 	if (family != AF_INET6)
 		return false;
-	bpf_core_read(k->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-	bpf_core_read(k->raddr, 16, &sk->__sk_common.skc_v6_daddr);
+	__u32 l[4], r[4];
+	for (int i = 0; i < 4; i++) {
+		l[i] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+		r[i] = c->skc_v6_daddr.in6_u.u6_addr32[i];
+	}
 	/* A dual-stack socket talking IPv4 has IPv4-mapped addresses: the
 	 * same flow as its IPv4 form. */
-	__u32 w[3];
-	__builtin_memcpy(w, k->raddr, sizeof(w));
-	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0x0000ffff)) {
+	if (r[0] == 0 && r[1] == 0 && r[2] == bpf_htonl(0x0000ffff)) {
 		k->family = 4;
-		__builtin_memmove(k->laddr, k->laddr + 12, 4);
-		__builtin_memmove(k->raddr, k->raddr + 12, 4);
-		__builtin_memset(k->laddr + 4, 0, 12);
-		__builtin_memset(k->raddr + 4, 0, 12);
+		__builtin_memcpy(k->laddr, &l[3], 4);
+		__builtin_memcpy(k->raddr, &r[3], 4);
 		return true;
 	}
 	k->family = 6;
+	__builtin_memcpy(k->laddr, l, 16);
+	__builtin_memcpy(k->raddr, r, 16);
 	return true;
 }
 
+/* sock_val returns this CPU's value of sk's entry, creating it (zeroed, from
+ * the np_tcp_zero scratch value: np_tcp_val is too large for the stack) the
+ * first time a socket is seen on this CPU. */
 static __always_inline struct np_tcp_val *sock_val(const struct sock *sk)
 {
 	struct np_flow_key k = {};
@@ -133,24 +155,32 @@ static __always_inline struct np_tcp_val *sock_val(const struct sock *sk)
  * only grows, and per-CPU copies are merged by taking the maximum. */
 static __always_inline void note_total_retrans(struct np_tcp_val *v, const struct tcp_sock *tp)
 {
-	__u32 tr = BPF_CORE_READ(tp, total_retrans);
+	__u32 tr = tp->total_retrans;
+
 	if (tr > v->total_retrans)
 		v->total_retrans = tr;
 }
 
+/* tcp:tcp_probe. Recursion misses (recursion_misses in probes.parquet) are
+ * samples skipped because this program was already running on the CPU:
+ * tcp_rcv_established also runs in process context with bottom halves
+ * enabled (release_sock processing a socket's backlog), where an interrupt
+ * can run NET_RX and a nested tcp_probe; the per-program guard of tp_btf
+ * skips the nested run. They only cost RTT samples (retransmits come from
+ * tp->total_retrans, which the next run reads again). */
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 {
-	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)skb->cb;
-	__u32 ack_seq = 0, snd_una, rtt;
+	const struct tcp_skb_cb *cb = (const struct tcp_skb_cb *)skb->cb;
+	const struct tcp_sock *tp = tcp_sk(sk);
 	struct np_tcp_val *v;
+	__u32 rtt;
 
-	bpf_core_read(&ack_seq, sizeof(ack_seq), &cb->ack_seq);
-	snd_una = BPF_CORE_READ(tp, snd_una);
-	if ((__s32)(ack_seq - snd_una) <= 0)
+	if (!tp)
+		return 0;
+	if ((__s32)(cb->ack_seq - tp->snd_una) <= 0)
 		return 0; /* acknowledges nothing new: no RTT sample */
-	rtt = BPF_CORE_READ(tp, rack.rtt_us);
+	rtt = tp->rack.rtt_us;
 	if (rtt == 0)
 		return 0;
 	v = sock_val(sk);
@@ -165,10 +195,10 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	__u32 b = rtt_bucket(rtt);
 	if (b < NP_RTT_BUCKETS)
 		v->rtt_hist[b]++;
-	v->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
-	v->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
-	v->mss = BPF_CORE_READ(tp, mss_cache);
-	v->min_rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
+	v->srtt_us = tp->srtt_us >> 3;
+	v->snd_cwnd = tp->snd_cwnd;
+	v->mss = tp->mss_cache;
+	v->min_rtt_us = tp->rtt_min.s[0].v;
 	note_total_retrans(v, tp);
 	v->last_ns = bpf_ktime_get_ns();
 	return 0;
@@ -177,20 +207,23 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
 {
-	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)skb->cb;
-	struct np_tcp_val *v = sock_val(sk);
-	__u16 segs = 0;
+	const struct tcp_skb_cb *cb = (const struct tcp_skb_cb *)skb->cb;
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct np_tcp_val *v;
+	__u16 segs;
 
+	if (!tp)
+		return 0;
+	v = sock_val(sk);
 	if (!v)
 		return 0;
+	note_total_retrans(v, tp);
 	if (err) {
 		v->retrans_fail++;
-		note_total_retrans(v, (const struct tcp_sock *)sk);
 		return 0;
 	}
-	bpf_core_read(&segs, sizeof(segs), &cb->tcp_gso_segs);
+	segs = cb->tcp_gso_segs;
 	v->retrans_segs += segs ? segs : 1;
-	note_total_retrans(v, (const struct tcp_sock *)sk);
 	v->last_ns = bpf_ktime_get_ns();
 	return 0;
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
@@ -37,6 +39,7 @@ func specs(t *testing.T) []loader.Spec {
 			{Name: bpf.NetdevProgNpNdRx, Hook: "net:netif_receive_skb"},
 			{Name: bpf.NetdevProgNpNdTx, Hook: "net:net_dev_start_xmit"},
 			{Name: bpf.NetdevProgNpNdNapi, Hook: "napi:napi_poll"},
+			{Name: bpf.NetdevProgNpNdFlush, Detached: true},
 		}},
 		{Probe: "softirq", Collection: si, Programs: []loader.Program{
 			{Name: bpf.SoftirqProgNpSiEntry, Hook: "irq:softirq_entry"},
@@ -103,6 +106,39 @@ func TestMissingTracepointSkipped(t *testing.T) {
 		t.Fatal("no reason recorded for the missing tracepoint")
 	}
 	t.Logf("reason: %s", *missing)
+}
+
+// A detached program is loaded but not attached: no status row, no stats,
+// and it runs from user space on a chosen CPU.
+func TestDetachedProgram(t *testing.T) {
+	requireBPF(t)
+	l, err := loader.Load(specs(t)[0], nil) // netdev
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if len(l.Status) != 3 || l.Attached() != 3 {
+		t.Fatalf("status %+v, attached %d: want the 3 hooked programs", l.Status, l.Attached())
+	}
+	st, err := l.Stats()
+	if err != nil || len(st) != 3 {
+		t.Fatalf("stats %+v, %v: want 3 programs", st, err)
+	}
+	p := l.Detached(bpf.NetdevProgNpNdFlush)
+	if p == nil {
+		t.Fatal("detached program not loaded")
+	}
+	// With the cache off (netdev.Reader not made) the flush has nothing
+	// to write back and may run here.
+	if ret, err := p.Run(&ebpf.RunOptions{}); err != nil || ret != 0 {
+		t.Fatalf("run: %d, %v", ret, err)
+	}
+	if l.Detached(bpf.NetdevProgNpNdRx) != nil {
+		t.Error("attached program returned as detached")
+	}
+	if l.Variables[bpf.NetdevVarNpNdCacheOn] == nil {
+		t.Error("global variable missing")
+	}
 }
 
 func TestTracepointExists(t *testing.T) {

@@ -6,6 +6,11 @@
 // turns two reads into per-interval deltas. Bytes are L2 frame bytes (what
 // netlink's interface counters count), packets are segments (a GSO/GRO skb
 // counts gso_segs), wire bytes add the headers segmentation repeats.
+//
+// To save two hash lookups per packet, each CPU keeps its latest interface
+// and flow counts in a small per-CPU cache (bpf/netdev_cache.h) that Read
+// flushes into the maps first, on every CPU (flush.go): the totals are the
+// same as without it, to the packet.
 package netdev
 
 import (

@@ -79,7 +79,10 @@ func (c Clock) Time(ns uint64) time.Time {
 }
 
 // Reader owns the probe's ring buffer: a goroutine started by NewReader
-// reads and decodes every record as it arrives and holds it until Drain.
+// reads and decodes records and holds them until Drain. The kernel does not
+// wake it for each record (a wake-up costs the program microseconds, see
+// bpf/sockstate.bpf.c): it reads when Drain flushes the ring, or when the
+// kernel wakes it because the ring is a quarter full.
 // Close stops the goroutine. Methods are safe for concurrent use.
 type Reader struct {
 	rd    *ringbuf.Reader

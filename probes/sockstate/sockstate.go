@@ -11,7 +11,8 @@
 // opened while the probe is attached are reported: the kernel keeps each
 // open connection's start in a hash table until its close.
 //
-// Events travel through a BPF ring buffer drained by a goroutine (Reader).
+// Events travel through a BPF ring buffer drained by a goroutine (Reader),
+// at each Drain or when the ring is a quarter full.
 // Events the kernel could not deliver (ring buffer or connection table
 // full) are counted, never silently dropped (Stats.Lost).
 package sockstate

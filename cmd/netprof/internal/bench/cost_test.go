@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/netprof/netprof/bpf"
@@ -42,6 +41,7 @@ func emptySpec(b testing.TB) loader.Spec {
 		{Name: bpf.EmptyProgNpE_siExit, Hook: "irq:softirq_exit"},
 		{Name: bpf.EmptyProgNpE_tcpProbe, Hook: "tcp:tcp_probe"},
 		{Name: bpf.EmptyProgNpE_retrans, Hook: "tcp:tcp_retransmit_skb"},
+		{Name: bpf.EmptyProgNpE_sockState, Hook: "sock:inet_sock_set_state"},
 	}}
 }
 
@@ -76,19 +76,17 @@ type costSample struct {
 	gbps  float64
 	progs map[string]*progCost // by program name
 	cpuNs uint64               // BPF run time of every program
-	// Steady intervals (see steadyCost): receiver's application bytes and
-	// the host's busy CPU time; ok false when they could not be measured.
-	steadyBytes  uint64
-	steadyBusyNs float64
-	steadyOK     bool
+	// Steady intervals: receiver's application bytes, the transfer's CPU
+	// time and the rest of the host's (see steadyCost).
+	steady steadyCPU
 }
 
 // cpuPerMB returns busy CPU µs per MB (10^6 bytes) received.
 func (s costSample) cpuPerMB() float64 {
-	if !s.steadyOK || s.steadyBytes == 0 {
+	if !s.steady.ok || s.steady.bytes == 0 {
 		return 0
 	}
-	return s.steadyBusyNs / 1e3 / (float64(s.steadyBytes) / 1e6)
+	return s.steady.busyNs / 1e3 / (float64(s.steady.bytes) / 1e6)
 }
 
 // BenchmarkProbeCost measures, in one invocation, what the probes cost.
@@ -104,16 +102,18 @@ func (s costSample) cpuPerMB() float64 {
 //     floor any program on a hook pays.
 //
 // It prints the throughput ratio probes / no probes (the goal is
-// ≥ 0.98), busy CPU time per MB received over the steady intervals (host
-// /proc/stat: a steadier view of the same cost, as veth throughput is
-// CPU-bound), and per program ns/event beside the floor (goal ≤ 1.3×).
+// ≥ 0.98), the CPU time the transfer took per MB received over the steady
+// intervals (this process, which runs the generator, plus ksoftirqd: a
+// view of the same cost less disturbed by other work on the host), and per program ns/event beside the floor (goal ≤ 1.3×).
 // Run with
 //
 //	go test -run '^$' -bench ProbeCost -benchtime 1x ./cmd/netprof/internal/bench/
 //
 // NETPROF_COST_ROUNDS (default 3) and NETPROF_COST_DURATION (default 3s)
 // set how many rounds of the four runs and how long each sends;
-// NETPROF_COST_MODES (e.g. "probes+stats,empty programs") runs only some. Throughput
+// NETPROF_COST_MODES (e.g. "probes+stats,empty programs") runs only some;
+// a round during which the rest of the host was busy is run again (see
+// costMaxOthers). Throughput
 // on veth varies ±15% run to run and with whatever else the host does, so
 // the ratio is only as good as the rounds behind it; ns/event is stable.
 // The table is printed to stdout (a benchmark's log is cut at 10 lines).
@@ -124,19 +124,50 @@ func BenchmarkProbeCost(b *testing.B) {
 		kerneltest.Skip(b, err.Error())
 	}
 	rounds, dur, modes := costSettings(b)
+	maxOthers := costMaxOthers(b)
 	for range b.N {
 		var samples [numCostModes][]costSample
-		for r := range rounds {
+		discarded := 0
+		for r := 0; r < rounds; {
 			order := slices.Clone(modes)
 			if r%2 == 1 {
 				slices.Reverse(order)
 			}
+			var round [numCostModes]costSample
+			worst := 0.0
 			for _, m := range order {
-				samples[m] = append(samples[m], costRun(b, m, dur))
+				round[m] = costRun(b, m, dur)
+				worst = max(worst, round[m].steady.others)
 			}
+			if worst > maxOthers && discarded < 2*rounds {
+				discarded++
+				fmt.Printf("cost round discarded: other work used %.1f%% of the CPUs (limit %.1f%%)\n", 100*worst, 100*maxOthers)
+				continue
+			}
+			for _, m := range order {
+				samples[m] = append(samples[m], round[m])
+			}
+			r++
 		}
 		reportCost(b, samples, dur)
+		fmt.Printf("%d rounds discarded because other work on the host used more than %.1f%% of the CPUs\n", discarded, 100*maxOthers)
 	}
+}
+
+// costMaxOthers is the largest share of the CPUs the rest of the host may
+// use during a round (NETPROF_COST_MAX_OTHERS, default 0.03) before the
+// round is run again (at most twice the rounds asked for): veth throughput
+// is CPU-bound, so a busy neighbour changes it by far more than 2%.
+func costMaxOthers(b *testing.B) float64 {
+	v := os.Getenv("NETPROF_COST_MAX_OTHERS")
+	if v == "" {
+		return 0.03
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		b.Fatalf("NETPROF_COST_MAX_OTHERS=%q: want a positive fraction", v)
+	}
+	return f
 }
 
 func costSettings(b *testing.B) (int, time.Duration, []costMode) {
@@ -255,7 +286,7 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.steadyBytes, s.steadyBusyNs, s.steadyOK = steadyCost(cw, traffic, cfg.Interval)
+	s.steady = steadyCost(cw, traffic, cfg.Interval)
 	switch m {
 	case modeEmpty:
 		after, err := empty.Stats()
@@ -276,7 +307,8 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 			}
 		}
 	}
-	fmt.Printf("cost run: %-14s %6.2f Gbit/s  %6.1f CPU µs/MB\n", costModeNames[m], s.gbps, s.cpuPerMB())
+	fmt.Printf("cost run: %-14s %6.2f Gbit/s  %6.1f CPU µs/MB  other work %4.1f%% of the CPUs\n",
+		costModeNames[m], s.gbps, s.cpuPerMB(), 100*s.steady.others)
 	return s
 }
 
@@ -290,138 +322,4 @@ func (s *costSample) add(name, hook string, runs, ns, miss uint64) {
 	c.runNs += ns
 	c.recursionMiss += miss
 	s.cpuNs += ns
-}
-
-// merge sums every run's program statistics of one mode, by hook.
-func merge(samples []costSample) (byHook map[string]*progCost, names []string, cpuNs uint64) {
-	byHook = map[string]*progCost{}
-	for _, s := range samples {
-		for _, c := range s.progs {
-			m := byHook[c.hook]
-			if m == nil {
-				m = &progCost{name: c.name, hook: c.hook}
-				byHook[c.hook] = m
-				names = append(names, c.hook)
-			}
-			m.runs += c.runs
-			m.runNs += c.runNs
-			m.recursionMiss += c.recursionMiss
-		}
-		cpuNs += s.cpuNs
-	}
-	slices.Sort(names)
-	return byHook, names, cpuNs
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func gbpsOf(samples []costSample) []float64 {
-	out := make([]float64, len(samples))
-	for i, s := range samples {
-		out[i] = s.gbps
-	}
-	return out
-}
-
-// roundRatios returns, per round, f(mode a) / f(mode b) (0 where b is 0).
-func roundRatios(samples [numCostModes][]costSample, a, b costMode, f func(costSample) float64) []float64 {
-	out := make([]float64, min(len(samples[a]), len(samples[b])))
-	for r := range out {
-		if d := f(samples[b][r]); d != 0 {
-			out[r] = f(samples[a][r]) / d
-		}
-	}
-	return out
-}
-
-// reportCost reports the medians and the per-program table.
-func reportCost(b *testing.B, samples [numCostModes][]costSample, dur time.Duration) {
-	var med [numCostModes]float64
-	var cpuMed [numCostModes]float64
-	for m := range numCostModes {
-		med[m] = median(gbpsOf(samples[m]))
-		cpus := make([]float64, len(samples[m]))
-		for i, s := range samples[m] {
-			cpus[i] = s.cpuPerMB()
-		}
-		cpuMed[m] = median(cpus)
-	}
-	gbps := func(s costSample) float64 { return s.gbps }
-	cpu := func(s costSample) float64 { return s.cpuPerMB() }
-	// Ratios are medians of each round's own ratio: rounds run back to
-	// back, so drift in what else the host does cancels within a round.
-	ratios := roundRatios(samples, modeProbes, modeNoProbes, gbps)
-	statsRatios := roundRatios(samples, modeProbesStats, modeNoProbes, gbps)
-	emptyRatios := roundRatios(samples, modeEmpty, modeNoProbes, gbps)
-	cpuRatios := roundRatios(samples, modeProbes, modeNoProbes, cpu)
-	ratio := median(ratios)
-	b.ReportMetric(med[modeNoProbes], "gbit/s-noprobes")
-	b.ReportMetric(med[modeProbes], "gbit/s-probes")
-	b.ReportMetric(med[modeProbesStats], "gbit/s-probes+stats")
-	b.ReportMetric(med[modeEmpty], "gbit/s-empty")
-	b.ReportMetric(ratio, "throughput-ratio")
-	b.ReportMetric(median(cpuRatios), "cpu-per-byte-ratio")
-	progs, hooks, cpuNs := merge(samples[modeProbesStats])
-	floors, _, _ := merge(samples[modeEmpty])
-	ncpu := float64(len(samples[modeProbesStats])) * dur.Seconds() * 1e9
-	b.ReportMetric(100*float64(cpuNs)/ncpu, "bpf-cpu-%-of-one-cpu")
-
-	var sb strings.Builder
-	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	verdict := "ok"
-	if ratio < 1-costMaxThroughputLoss {
-		verdict = "below"
-	}
-	fmt.Fprintf(w, "TCP throughput, app bytes, Gbit/s\tno probes\tprobes\tprobes+stats\tempty programs\tprobes/no probes\tprobes+stats/no probes\tempty/no probes\tgoal probes/no probes ≥ %.2f\n", 1-costMaxThroughputLoss)
-	fmt.Fprintf(w, "median of %d rounds\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.3f\t%s\n", len(samples[modeNoProbes]),
-		med[modeNoProbes], med[modeProbes], med[modeProbesStats], med[modeEmpty], ratio, median(statsRatios), median(emptyRatios), verdict)
-	rounds := 0
-	for _, ss := range samples {
-		rounds = max(rounds, len(ss))
-	}
-	at := func(xs []float64, r int) float64 {
-		if r < len(xs) {
-			return xs[r]
-		}
-		return 0
-	}
-	for r := range rounds {
-		fmt.Fprintf(w, "round %d\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.3f\t\n", r+1,
-			at(gbpsOf(samples[modeNoProbes]), r), at(gbpsOf(samples[modeProbes]), r),
-			at(gbpsOf(samples[modeProbesStats]), r), at(gbpsOf(samples[modeEmpty]), r),
-			at(ratios, r), at(statsRatios, r), at(emptyRatios, r))
-	}
-	fmt.Fprintf(w, "\n")
-	fmt.Fprintf(w, "host busy CPU µs per MB received (steady intervals)\tno probes\tprobes\tprobes+stats\tempty programs\tprobes/no probes\n")
-	fmt.Fprintf(w, "median of %d rounds\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\n", len(samples[modeNoProbes]),
-		cpuMed[modeNoProbes], cpuMed[modeProbes], cpuMed[modeProbesStats], cpuMed[modeEmpty], median(cpuRatios))
-	fmt.Fprintf(w, "\n")
-	fmt.Fprintf(w, "program\thook\tevents\tns/event\tfloor ns/event\t× floor\trecursion misses\tgoal ≤ %.1f× floor\n", costMaxFloorRatio)
-	for _, h := range hooks {
-		p := progs[h]
-		ns := p.nsPerEvent()
-		b.ReportMetric(ns, "ns/event-"+p.name)
-		floor, times, verdict := "-", "-", "no floor"
-		if f := floors[h]; f != nil && f.runs > 0 {
-			b.ReportMetric(f.nsPerEvent(), "floor-ns/event-"+p.name)
-			floor, times = fmt.Sprintf("%.1f", f.nsPerEvent()), fmt.Sprintf("%.2f", ns/f.nsPerEvent())
-			verdict = "ok"
-			if ns > costMaxFloorRatio*f.nsPerEvent() {
-				verdict = "over"
-			}
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\t%s\t%s\t%d\t%s\n", p.name, h, p.runs, ns, floor, times, p.recursionMiss, verdict)
-	}
-	_ = w.Flush()
-	fmt.Printf("\nprobe self-cost (with stats on, BPF programs used %.2f%% of one CPU)\n%s\n", 100*float64(cpuNs)/ncpu, sb.String())
 }

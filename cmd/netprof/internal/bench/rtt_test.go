@@ -190,8 +190,12 @@ func TestProbeRTTThroughDelayLine(t *testing.T) {
 			if d := offBy(float64(probeMin), nominal); d > 0.10 {
 				t.Errorf("probe min RTT %d µs is %.1f%% from 2×delay %.0f µs (want ≤ 10%%)", probeMin, 100*d, nominal)
 			}
-			if d := offBy(float64(probeMin), ctMin); d > 0.10 {
-				t.Errorf("probe min RTT %d µs is %.1f%% from the connect time %.0f µs (want ≤ 10%%)", probeMin, 100*d, ctMin)
+			// Connect time adds the accepting and connecting processes'
+			// wake-ups (more on a loaded host): an upper bound for the
+			// path's RTT, so the probe must not exceed it by more than 10%.
+			// ss's minrtt (below) is the like-for-like comparison.
+			if float64(probeMin) > 1.10*ctMin {
+				t.Errorf("probe min RTT %d µs is more than 10%% above the connect time %.0f µs", probeMin, ctMin)
 			}
 			// ss shows each connection's own minimum; the probe's figure
 			// is the minimum over all of them. (The kernel's min_rtt

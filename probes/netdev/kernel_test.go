@@ -1,0 +1,177 @@
+package netdev
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/internal/kerneltest"
+	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+)
+
+// load loads the probe and its reader; with cache false the programs'
+// per-CPU cache is left off (they count in the hash maps directly).
+func load(t *testing.T, cache bool) *Reader {
+	t.Helper()
+	kerneltest.RequireRoot(t)
+	if err := loader.Check(nil); err != nil {
+		kerneltest.Skip(t, err.Error())
+	}
+	spec, err := Spec(Options{FlowEntries: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loader.Load(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if l.Attached() != 3 {
+		t.Fatalf("attached %d of 3 programs: %+v", l.Attached(), l.Status)
+	}
+	if !cache {
+		// What NewReader does when np_nd_flush cannot run.
+		r := &Reader{ifaces: l.Maps[bpf.NetdevMapNpNdIfaces], flows: l.Maps[bpf.NetdevMapNpNdFlows],
+			cpus: l.Maps[bpf.NetdevMapNpNdCpus]}
+		return r
+	}
+	r, err := NewReader(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CacheErr(); err != nil {
+		kerneltest.Skip(t, fmt.Sprintf("per-CPU cache off: %v", err))
+	}
+	return r
+}
+
+// Many more UDP flows than the cache has ways (64 flow slots per CPU),
+// sent round robin so that sets overflow, slots are written back and
+// replaced and some packets are counted in the hash directly: every flow's
+// counts must still be exact, with the cache on and off, and the
+// interfaces' must match netlink.
+func TestKernelCountsExactManyFlows(t *testing.T) {
+	for _, cache := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { testManyFlows(t, cache) })
+	}
+}
+
+func testManyFlows(t *testing.T, cache bool) {
+	const flows, rounds, payload = 300, 20, 100
+	r := load(t, cache)
+	bed := testbedtest.New(t, testbed.Options{})
+	a, b := bed.A(), bed.B()
+	// Receivers, so that B answers no packet with ICMP port unreachable.
+	err := b.Do(func() error {
+		for i := range flows {
+			pc, err := net.ListenPacket("udp", netip.AddrPortFrom(b.Addr, uint16(20000+i)).String())
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { pc.Close() })
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	for i := range flows {
+		c, err := a.Dial(context.Background(), "udp", netip.AddrPortFrom(b.Addr, uint16(20000+i)).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	before, linkBefore := quietRead(t, r, a)
+	msg := make([]byte, payload)
+	for range rounds {
+		for _, c := range conns {
+			if _, err := c.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // stay far below the receive backlog
+	}
+	time.Sleep(50 * time.Millisecond)
+	after, linkAfter := quietRead(t, r, a)
+	d := Diff(before, after)
+	frame := uint64(14 + 20 + 8 + payload)
+	var bad int
+	for _, c := range conns {
+		local, remote := c.LocalAddr().(*net.UDPAddr).AddrPort(), c.RemoteAddr().(*net.UDPAddr).AddrPort()
+		tx := d.Flows[FlowKey{IfaceKey: IfaceKey{Netns: a.NetnsInode(), Ifindex: uint32(a.Ifindex())},
+			Family: 4, Proto: 17, Local: addrPort4(local), Remote: addrPort4(remote)}].Tx
+		rx := d.Flows[FlowKey{IfaceKey: IfaceKey{Netns: b.NetnsInode(), Ifindex: uint32(b.Ifindex())},
+			Family: 4, Proto: 17, Local: addrPort4(remote), Remote: addrPort4(local)}].Rx
+		want := DirCounts{Bytes: rounds * frame, Packets: rounds, Skbs: rounds, WireBytes: rounds * frame}
+		if tx != want || rx != want {
+			if bad++; bad <= 5 {
+				t.Errorf("flow %v -> %v: tx %+v, rx %+v, want %+v each", local, remote, tx, rx, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d flows miscounted", bad, flows)
+	}
+	ia := d.Ifaces[IfaceKey{Netns: a.NetnsInode(), Ifindex: uint32(a.Ifindex())}]
+	if got, want := ia.Tx.Bytes, linkAfter.TxBytes-linkBefore.TxBytes; got != want {
+		t.Errorf("interface A tx bytes: bpf %d, netlink %d", got, want)
+	}
+	if got, want := ia.Tx.Skbs, linkAfter.TxPackets-linkBefore.TxPackets; got != want {
+		t.Errorf("interface A tx skbs: bpf %d, netlink %d", got, want)
+	}
+	var fails uint64
+	for _, c := range d.CPUs {
+		fails += c.FlowUpdateFail + c.IfaceUpdateFail
+	}
+	if fails != 0 || d.FlowsEvicted != 0 {
+		t.Errorf("%d update failures, %d evictions", fails, d.FlowsEvicted)
+	}
+}
+
+// quietRead reads the probe between two reads of h's netlink counters
+// that agree, so that no packet (neighbour discovery, ...) slipped between
+// the two sources.
+func quietRead(t *testing.T, r *Reader, h *testbed.Host) (*Snapshot, linkstats.Stats) {
+	t.Helper()
+	for range 50 {
+		n1 := readLink(t, h)
+		s, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n2 := readLink(t, h); n2 == n1 {
+			return s, n1
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("interface never quiet between two netlink reads")
+	return nil, linkstats.Stats{}
+}
+
+func addrPort4(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+func readLink(t *testing.T, h *testbed.Host) linkstats.Stats {
+	t.Helper()
+	nh, err := h.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	st, err := linkstats.Read(nh, h.Ifindex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

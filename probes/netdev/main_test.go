@@ -1,0 +1,9 @@
+package netdev
+
+import (
+	"testing"
+
+	"github.com/netprof/netprof/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
