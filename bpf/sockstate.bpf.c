@@ -35,6 +35,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
+#include "np_cast.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -115,39 +116,53 @@ struct {
 	__type(value, struct np_sock_stats);
 } np_ss_stats SEC(".maps");
 
-/* conn_tuple fills c's namespace, family, addresses and ports from sk; it
- * returns false for a family other than AF_INET/AF_INET6. */
+/* conn_tuple fills c's namespace, family, addresses and ports from sk,
+ * read directly (a tp_btf argument is a BTF pointer: plain loads, no helper
+ * calls); it returns false for a family other than AF_INET/AF_INET6. */
 static __always_inline bool conn_tuple(const struct sock *sk, struct np_sock_conn *c)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	const struct sock_common *sc = &sk->__sk_common;
+	__u16 family = sc->skc_family;
 
-	c->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
-	c->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	c->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	c->netns = sc->skc_net.net->ns.inum;
+	c->lport = sc->skc_num;
+	c->rport = bpf_ntohs(sc->skc_dport);
 	if (family == AF_INET) {
+		__u32 a = sc->skc_rcv_saddr;
+
 		c->family = 4;
-		bpf_core_read(c->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
-		bpf_core_read(c->raddr, 4, &sk->__sk_common.skc_daddr);
+		__builtin_memcpy(c->laddr, &a, 4);
+		a = sc->skc_daddr;
+		__builtin_memcpy(c->raddr, &a, 4);
 		return true;
 	}
 	if (family != AF_INET6)
 		return false;
-	bpf_core_read(c->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-	bpf_core_read(c->raddr, 16, &sk->__sk_common.skc_v6_daddr);
+	__u32 l[4], r[4];
+	for (int i = 0; i < 4; i++) {
+		l[i] = sc->skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+		r[i] = sc->skc_v6_daddr.in6_u.u6_addr32[i];
+	}
 	/* A dual-stack socket talking IPv4 has IPv4-mapped addresses: report
 	 * it as IPv4, as tcp.bpf.c's sock_key does. */
-	__u32 w[3];
-	__builtin_memcpy(w, c->raddr, sizeof(w));
-	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0x0000ffff)) {
+	if (r[0] == 0 && r[1] == 0 && r[2] == bpf_htonl(0x0000ffff)) {
 		c->family = 4;
-		__builtin_memmove(c->laddr, c->laddr + 12, 4);
-		__builtin_memmove(c->raddr, c->raddr + 12, 4);
-		__builtin_memset(c->laddr + 4, 0, 12);
-		__builtin_memset(c->raddr + 4, 0, 12);
+		__builtin_memcpy(c->laddr, &l[3], 4);
+		__builtin_memcpy(c->raddr, &r[3], 4);
 		return true;
 	}
 	c->family = 6;
+	__builtin_memcpy(c->laddr, l, 16);
+	__builtin_memcpy(c->raddr, r, 16);
 	return true;
+}
+
+/* tcp_sk returns sk as a tcp_sock to read directly, as in tcp.bpf.c. */
+static __always_inline const struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	if (np_have_cast())
+		return np_cast(sk, struct tcp_sock);
+	return bpf_skc_to_tcp_sock((void *)sk);
 }
 
 /* wakeup_flag returns the ring-buffer submit flag of an event. By default
@@ -171,9 +186,11 @@ static __always_inline __u64 wakeup_flag(void)
 static __always_inline void emit(const struct sock *sk, const struct np_sock_conn *c,
 				 __u8 kind, __u8 from, __u64 close_ns, struct np_sock_stats *st)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	const struct tcp_sock *tp = tcp_sk(sk);
 	struct np_sock_event *e;
 
+	if (!tp)
+		return;
 	e = bpf_ringbuf_reserve(&np_ss_events, sizeof(*e), 0);
 	if (!e) {
 		if (st)
@@ -182,15 +199,15 @@ static __always_inline void emit(const struct sock *sk, const struct np_sock_con
 	}
 	__builtin_memcpy(&e->conn, c, sizeof(*c));
 	e->close_ns = close_ns;
-	e->bytes_acked = BPF_CORE_READ(tp, bytes_acked);
-	e->bytes_received = BPF_CORE_READ(tp, bytes_received);
-	e->total_retrans = BPF_CORE_READ(tp, total_retrans);
+	e->bytes_acked = tp->bytes_acked;
+	e->bytes_received = tp->bytes_received;
+	e->total_retrans = tp->total_retrans;
 	e->segs_out = 0;
 	e->segs_in = 0;
 	e->flags = 0;
 	if (bpf_core_field_exists(tp->segs_out) && bpf_core_field_exists(tp->segs_in)) {
-		e->segs_out = BPF_CORE_READ(tp, segs_out);
-		e->segs_in = BPF_CORE_READ(tp, segs_in);
+		e->segs_out = tp->segs_out;
+		e->segs_in = tp->segs_in;
 		e->flags = NP_SOCK_HAVE_SEGS;
 	}
 	e->kind = kind;
@@ -241,7 +258,7 @@ int BPF_PROG(np_ss_state, const struct sock *sk, const int oldstate, const int n
 	struct np_sock_stats *st;
 	__u32 zero = 0;
 
-	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	if (newstate != TCP_ESTABLISHED && newstate != TCP_CLOSE)
 		return 0;

@@ -171,9 +171,10 @@ type ProgramStats struct {
 	RecursionMisses uint64
 }
 
-// Stats returns the cumulative run count, run time (ns; 0 unless BPF stats
-// are enabled, see EnableStats) and recursion misses of every attached
-// program, from bpf_prog_info (Linux >= 5.12 for recursion misses).
+// Stats returns the cumulative run count and run time (ns; both 0 unless
+// BPF stats are enabled, see EnableStats) and recursion misses of every
+// attached program, from bpf_prog_info (Linux >= 5.12 for recursion
+// misses).
 func (l *Loaded) Stats() ([]ProgramStats, error) {
 	out := make([]ProgramStats, 0, len(l.progs))
 	for _, a := range l.progs {

@@ -6,6 +6,9 @@ import (
 
 // StatsSampler writes one probes row per attached program per interval:
 // run count, run time and recursion misses since the previous interval.
+// The kernel counts runs and run time only while BPF run-time statistics
+// are on (EnableStats; `netprof bench --bpf-stats`): otherwise both are 0.
+// Recursion misses are always counted.
 type StatsSampler struct {
 	Probes []*Loaded
 	prev   map[string]ProgramStats

@@ -63,7 +63,7 @@ type costMode int
 
 const (
 	modeNoProbes    costMode = iota // --no-bpf
-	modeProbes                      // every netprof probe, as bench runs them (BPF stats off unless --bpf-stats)
+	modeProbes                      // every netprof probe, BPF stats off (--bpf-stats=false)
 	modeProbesStats                 // every netprof probe with BPF run-time stats on: ns/event
 	modeEmpty                       // --no-bpf plus the empty programs, BPF stats on: the floor
 	numCostModes
@@ -94,8 +94,8 @@ func (s costSample) cpuPerMB() float64 {
 // (rounds alternate the order, so drift hits all modes alike):
 //
 //   - no probes (--no-bpf);
-//   - probes as `netprof bench` runs them, BPF run-time stats off (the
-//     default; the stats' own clock reads cost 1–2% of throughput);
+//   - every probe with BPF run-time stats off (`--bpf-stats=false`: the
+//     stats' own clock reads cost ~45 ns per program run here);
 //   - probes with BPF stats on, for each program's ns/event (run_time_ns /
 //     run_cnt);
 //   - empty programs on the same hooks (bpf/empty.bpf.c), BPF stats on: the
@@ -250,10 +250,11 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 	cfg.Duration = dur
 	cfg.Interval = costInterval
 	cfg.NoBPF = m == modeNoProbes || m == modeEmpty
+	// bench turns BPF stats on by default (--bpf-stats): the throughput
+	// runs measure the probes without them, the ns/event runs with them.
+	cfg.BPFStats = m == modeProbesStats
 	s := costSample{progs: map[string]*progCost{}}
-	if m == modeProbesStats || m == modeEmpty {
-		// The kernel counts enablers: stats stay on while any holder
-		// keeps its fd, whatever loadProbes does.
+	if m == modeEmpty {
 		stats, err := loader.EnableStats()
 		if err != nil {
 			b.Fatal(err)
