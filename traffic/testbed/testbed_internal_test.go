@@ -8,16 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/netprof/netprof/internal/kerneltest"
 )
 
 // A failure after any step of New removes everything created so far.
 func TestNewRollsBack(t *testing.T) {
-	// testbedtest.Require, which cannot be imported here (import cycle).
 	if err := Supported(); err != nil {
-		if os.Getenv("NETPROF_REQUIRE_KERNEL_TESTS") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		kerneltest.Skip(t, err.Error())
 	}
 	injected := errors.New("injected failure")
 	for _, step := range []string{"netns-a", "netns-b", "veth", "configured", "up"} {

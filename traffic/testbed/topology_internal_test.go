@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/netprof/netprof/internal/kerneltest"
 )
 
 // A failure after any step of the delayed and routed constructors removes
@@ -16,10 +18,7 @@ import (
 // package's TestMain checks for leaked descriptors and goroutines).
 func TestTopologiesRollBack(t *testing.T) {
 	if err := Supported(); err != nil {
-		if os.Getenv("NETPROF_REQUIRE_KERNEL_TESTS") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		kerneltest.Skip(t, err.Error())
 	}
 	injected := errors.New("injected failure")
 	cases := []struct {
