@@ -5,7 +5,9 @@
 // Each probe family is one object: Netdev (net:netif_receive_skb,
 // net:net_dev_start_xmit, napi:napi_poll), Softirq (irq:softirq_entry/exit),
 // Tcp (tcp:tcp_probe, tcp:tcp_retransmit_skb), Sockstate
-// (sock:inet_sock_set_state) and Empty (the cost benchmark's floor). All
+// (sock:inet_sock_set_state), Empty (the cost benchmark's floor) and
+// Primitives (single operations on net:netif_receive_skb, priced by
+// BenchmarkProbePrimitives). All
 // attached programs are tp_btf (BTF-enabled tracepoints, Linux >= 5.5 with
 // CONFIG_DEBUG_INFO_BTF); Netdev's np_nd_flush is a raw_tp program that
 // user space runs with BPF_PROG_TEST_RUN (netdev_cache.h). np_cast.h reads
@@ -18,3 +20,4 @@ package bpf
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_tcp_val Tcp tcp.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_sock_conn -type np_sock_event -type np_sock_stats Sockstate sockstate.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf Empty empty.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf Primitives primitives.bpf.c

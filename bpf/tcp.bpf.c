@@ -200,7 +200,7 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	v->mss = tp->mss_cache;
 	v->min_rtt_us = tp->rtt_min.s[0].v;
 	note_total_retrans(v, tp);
-	v->last_ns = bpf_ktime_get_ns();
+	v->last_stamp_us = tp->tcp_mstamp;
 	return 0;
 }
 
@@ -224,6 +224,6 @@ int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, i
 	}
 	segs = cb->tcp_gso_segs;
 	v->retrans_segs += segs ? segs : 1;
-	v->last_ns = bpf_ktime_get_ns();
+	v->last_stamp_us = tp->tcp_mstamp;
 	return 0;
 }

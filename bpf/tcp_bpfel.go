@@ -41,7 +41,7 @@ type TcpNpTcpVal struct {
 	Mss          uint32
 	TotalRetrans uint32
 	Pad          uint32
-	LastNs       uint64
+	LastStampUs  uint64
 	RttHist      [304]uint32
 }
 

@@ -40,6 +40,9 @@ type Spec struct {
 	// Collection is the probe's collection spec; the loader does not modify it.
 	Collection *ebpf.CollectionSpec
 	Programs   []Program
+	// Skip names attached programs not to load, each with the reason
+	// recorded in its Status row (e.g. "not selected (--probes)").
+	Skip map[string]string
 }
 
 // Loaded is a probe whose maps exist and whose programs are attached where
@@ -90,6 +93,10 @@ func Load(spec Spec, log *slog.Logger) (*Loaded, error) {
 				continue
 			}
 			l.detached[p.Name] = prog
+			continue
+		}
+		if why, ok := spec.Skip[p.Name]; ok {
+			l.Status = append(l.Status, trace.Probe{Name: p.Name, Hook: p.Hook, Reason: why})
 			continue
 		}
 		a, err := loadOne(spec.Collection, p, coll.Maps)

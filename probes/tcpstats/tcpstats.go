@@ -64,12 +64,12 @@ type Sock struct {
 	MinUs       uint32 // smallest RTT sample so far, µs
 	MaxUs       uint32 // largest RTT sample so far, µs
 	// Last values, from the CPU that updated the socket most recently.
-	SrttUs   uint32 // smoothed RTT (tp->srtt_us >> 3), µs
-	SndCwnd  uint32 // congestion window, segments
-	MinRttUs uint32 // tp->rtt_min, the kernel's windowed minimum, µs
-	Mss      uint32 // tp->mss_cache, bytes
-	LastNs   uint64 // bpf_ktime_get_ns of the last update
-	Hist     [Buckets]uint64
+	SrttUs      uint32 // smoothed RTT (tp->srtt_us >> 3), µs
+	SndCwnd     uint32 // congestion window, segments
+	MinRttUs    uint32 // tp->rtt_min, the kernel's windowed minimum, µs
+	Mss         uint32 // tp->mss_cache, bytes
+	LastStampUs uint64 // tp->tcp_mstamp at the last update, µs: orders per-CPU copies
+	Hist        [Buckets]uint64
 }
 
 // Reader reads the probe's socket table.
@@ -109,8 +109,8 @@ func merge(vals []bpf.TcpNpTcpVal) Sock {
 			s.MinUs = v.RttMinUs
 		}
 		s.MaxUs = max(s.MaxUs, v.RttMaxUs)
-		if v.LastNs >= s.LastNs && (v.SrttUs != 0 || v.SndCwnd != 0) {
-			s.LastNs = v.LastNs
+		if v.LastStampUs >= s.LastStampUs && (v.SrttUs != 0 || v.SndCwnd != 0) {
+			s.LastStampUs = v.LastStampUs
 			s.SrttUs, s.SndCwnd, s.MinRttUs, s.Mss = v.SrttUs, v.SndCwnd, v.MinRttUs, v.Mss
 		}
 		for i, h := range v.RttHist {
