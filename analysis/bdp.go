@@ -22,9 +22,16 @@ type BDP struct {
 	TargetBps    float64
 	TargetSource string
 	TargetBytes  float64
+	// SocketWindow is the SO_SNDBUF / SO_RCVBUF the run set on its data
+	// sockets (manifest config socket_options.window_bytes: bench
+	// --window), bytes; 0 when not set. A stream keeps about this much in
+	// flight at most, whatever its snd_cwnd (BBR's is twice what it
+	// sends), so it caps each flow's window (windowOf).
+	SocketWindow float64
 	// PerStreamBps is the median window-limited rate of the sending flows
-	// (snd_cwnd × mss × 8 / srtt); PerStreamWindow the median snd_cwnd ×
-	// mss (bytes); SrttUs the median srtt (µs).
+	// (window × 8 / srtt); PerStreamWindow the median window (snd_cwnd ×
+	// mss, or SocketWindow when smaller), bytes; SrttUs the median srtt
+	// (µs).
 	PerStreamBps    float64
 	PerStreamWindow float64
 	SrttUs          float64
@@ -59,8 +66,9 @@ func (b *builder) bdp() {
 		d.TargetBps, d.TargetSource = r.RatedBps, "rated link speed ("+r.RatedSource+")"
 	}
 	d.TargetBytes = d.TargetBps / 8 * rtt.Seconds()
-	d.PerStreamBps = medianOf(send, func(f FlowSummary) float64 { return f.WindowBps })
-	d.PerStreamWindow = medianOf(send, func(f FlowSummary) float64 { return f.WindowBytes })
+	d.SocketWindow = configNumber(socketOptions(r.Manifest.Config)["window_bytes"])
+	d.PerStreamBps = medianOf(send, func(f FlowSummary) float64 { _, bps := d.windowOf(f); return bps })
+	d.PerStreamWindow = medianOf(send, func(f FlowSummary) float64 { w, _ := d.windowOf(f); return w })
 	d.SrttUs = medianOf(send, func(f FlowSummary) float64 { return float64(f.SrttUs) })
 	switch {
 	case d.TargetBps == 0:
@@ -70,6 +78,46 @@ func (b *builder) bdp() {
 	default:
 		d.Streams = int(math.Ceil(d.TargetBps / d.PerStreamBps))
 	}
+}
+
+// windowOf returns the window a sending flow can keep in flight (bytes)
+// and the rate it allows (bit/s): snd_cwnd × mss over srtt, or
+// SocketWindow over the same srtt when that is smaller.
+func (d *BDP) windowOf(f FlowSummary) (bytes, bps float64) {
+	bytes, bps = f.WindowBytes, f.WindowBps
+	if w := d.SocketWindow; w > 0 && bytes > w {
+		bytes, bps = w, bps*w/bytes
+	}
+	return bytes, bps
+}
+
+// windowRatio returns f's steady rate over its window-limited rate
+// (windowOf), or 0 when either is unknown.
+func (d *BDP) windowRatio(f FlowSummary) float64 {
+	if _, bps := d.windowOf(f); bps > 0 && f.SteadyBps > 0 {
+		return f.SteadyBps / bps
+	}
+	return 0
+}
+
+// socketOptions returns manifest config socket_options (nil when absent).
+func socketOptions(cfg map[string]any) map[string]any {
+	so, _ := cfg["socket_options"].(map[string]any)
+	return so
+}
+
+// configNumber returns a manifest config number (float64 when read from
+// JSON, an integer when set in process), or 0.
+func configNumber(v any) float64 {
+	switch v := v.(type) {
+	case float64:
+		return v
+	case int64:
+		return float64(v)
+	case int:
+		return float64(v)
+	}
+	return 0
 }
 
 // gaps fills each direction's application-vs-wire gap.

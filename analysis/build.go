@@ -104,7 +104,7 @@ func build(m trace.Manifest, src sources, opts Options) (*Report, error) {
 
 func newBuilder(m trace.Manifest, opts Options) *builder {
 	r := &Report{Manifest: m, Units: opts.Units, BusiestCPU: -1, reasons: map[string]string{}}
-	b := &builder{r: r, opts: opts, th: opts.Thresholds.withDefaults()}
+	b := &builder{r: r, opts: opts, th: opts.Thresholds.withManifest(m.Config).withDefaults()}
 	b.setRated()
 	b.anom.limitBps, b.anom.limitSrc = MaxPlausibleBps, "10 Tbit/s, no rated speed known"
 	if r.RatedBps > 0 {
@@ -217,8 +217,8 @@ func (b *builder) noteApprox() {
 	for _, d := range []*Direction{&b.r.Rx, &b.r.Tx} {
 		for _, rt := range d.Rates {
 			if w := rt.W; w != nil && w.HasActive() && w.SteadyApprox {
-				b.r.note(fmt.Sprintf("steady state approximate (%s): active window has %d interval(s), median of all of them",
-					rt.Label, w.ActiveIntervals))
+				b.r.note(fmt.Sprintf("steady state approximate (%s): active window has %s, median of all of them",
+					rt.Label, intervals(w.ActiveIntervals)))
 			}
 		}
 	}
@@ -250,11 +250,16 @@ func (b *builder) noteManifest() {
 	}
 }
 
-// setRated sets the rated link speed from Options or the manifest.
+// setRated sets the rated link speed from Options, else the run's own
+// --link-speed, else the interfaces in the manifest.
 func (b *builder) setRated() {
 	r := b.r
 	if b.opts.LinkSpeedBps > 0 {
 		r.RatedBps, r.RatedSource = b.opts.LinkSpeedBps, "--link-speed"
+		return
+	}
+	if bps := ConfigInt(r.Manifest.Config, ConfigLinkSpeed); bps > 0 {
+		r.RatedBps, r.RatedSource = float64(bps), "bench --link-speed, manifest config "+ConfigLinkSpeed
 		return
 	}
 	for _, role := range []string{trace.RoleReceiver, trace.RoleSender, ""} {

@@ -40,3 +40,29 @@ func TestCompareRateLimiter(t *testing.T) {
 		t.Errorf("throughput +80%% flagged: %+v", c.Flags)
 	}
 }
+
+// A real limiter (measured: 1 Gbit/s HTB, 128 KiB queue, 2 -> 8 streams)
+// keeps throughput flat with retransmits high in both runs but per GB only
+// x1.3: flagged. Low retransmits that barely grow, or a flat rate explained
+// by a core saturated in NET_RX softirq, are not.
+func TestCompareLimiterHighRetx(t *testing.T) {
+	row := func(streams int, retx float64, softirq func(i, cpu int) float64) CompareRow {
+		r := scen(t, analysistest.Scenario{Streams: streams, RateBps: flat(0.95e9), RetxFraction: retx, Softirq: softirq}, Options{})
+		return CompareRowOf(r)
+	}
+	c := Compare([]CompareRow{row(2, 0.22, nil), row(8, 0.29, nil)}, Thresholds{}, Decimal)
+	if len(c.Flags) != 1 || !strings.Contains(c.Flags[0].Summary, "retransmits stayed high (22.0% -> 29.0%") ||
+		!strings.Contains(c.Flags[0].Summary, "rate-limited path confirmed") {
+		t.Errorf("flags %+v, want the limiter confirmed with retransmits stayed high", c.Flags)
+	}
+	if c := Compare([]CompareRow{row(2, 0.001, nil), row(8, 0.0012, nil)}, Thresholds{}, Decimal); len(c.Flags) != 0 {
+		t.Errorf("low retransmits flagged: %+v", c.Flags)
+	}
+	if c := Compare([]CompareRow{row(8, 0.29, nil), row(2, 0.30, nil)}, Thresholds{}, Decimal); len(c.Flags) != 0 {
+		t.Errorf("fewer streams flagged without retransmits multiplying: %+v", c.Flags)
+	}
+	hot := func(_, cpu int) float64 { return map[bool]float64{true: 0.95, false: 0.1}[cpu == 0] }
+	if c := Compare([]CompareRow{row(2, 0.01, hot), row(8, 0.05, hot)}, Thresholds{}, Decimal); len(c.Flags) != 0 {
+		t.Errorf("saturated core flagged as a limiter: %+v", c.Flags)
+	}
+}

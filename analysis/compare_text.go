@@ -35,8 +35,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	p.table(rows)
 	p.line("")
 	if len(c.Flags) == 0 {
-		p.line("no rate-limiter signature (steady state within %s while retransmits grow >= x%.1f between consecutive runs)",
-			pct(c.Thresholds.CompareFlat), c.Thresholds.CompareRetxFactor)
+		p.line("no rate-limiter signature (steady state within %s while retransmits grow >= x%.1f, or stay >= %s of "+
+			"segments with more streams, between consecutive runs; no core at >= %s NET_RX softirq)",
+			pct(c.Thresholds.CompareFlat), c.Thresholds.CompareRetxFactor, pct(c.Thresholds.RetxHigh), pct(c.Thresholds.SoftirqShare))
 		return p.err
 	}
 	for _, f := range c.Flags {
@@ -60,6 +61,7 @@ type JSONCompareRow struct {
 	SteadyCounter   string   `json:"steady_state_counter"`
 	SenderRetx      *uint64  `json:"sender_retransmits_segments"`
 	RetxPerGB       *float64 `json:"retransmits_per_gb_sent"`
+	RetxPct         *float64 `json:"retransmits_pct_of_segments_sent"`
 	BusiestCPU      *int     `json:"busiest_cpu"`
 	BusiestSharePct *float64 `json:"busiest_cpu_net_rx_softirq_pct"`
 	Verdicts        []string `json:"fired_verdicts"`
@@ -78,7 +80,7 @@ func (c *Comparison) JSON() JSONComparison {
 	for _, r := range c.Rows {
 		j := JSONCompareRow{Dir: r.Dir, Streams: r.Streams, BlockSizeBytes: r.BlockSize,
 			SteadyGbps: optF(r.SteadyBps/1e9, true), SteadyCounter: r.SteadyLabel, SenderRetx: r.SenderRetx,
-			RetxPerGB: optF(r.RetxPerGB, false), Verdicts: append([]string{}, r.Verdicts...)}
+			RetxPerGB: optF(r.RetxPerGB, false), RetxPct: optF(100*r.RetxFraction, false), Verdicts: append([]string{}, r.Verdicts...)}
 		if r.BusiestCPU >= 0 {
 			cpu := r.BusiestCPU
 			j.BusiestCPU, j.BusiestSharePct = &cpu, optF(100*r.BusiestShare, false)

@@ -26,7 +26,8 @@ type FlowSummary struct {
 	// Generator is true when the flow's endpoints match a traffic stream.
 	Generator bool
 	// Sending is true when the flow sent more than it received (the data
-	// sender's side; retransmits and cwnd mean something there).
+	// sender's side; retransmits and cwnd mean something there), or, with
+	// no interface bytes (netdev probe off), when it has RTT samples.
 	Sending bool
 	// TxBytes, RxBytes (L2 bytes), TxPackets (segments) and Retransmits
 	// (segments, tcp_retransmit_skb) are whole-run sums.
@@ -65,8 +66,8 @@ type PeerSummary struct {
 func (a *flowAcc) finish(b *builder) {
 	r := b.r
 	if a.rows == 0 {
-		r.reasons[figRTT] = "no flows rows: probes off"
-		r.reasons[figFlowRetx] = "no flows rows: probes off"
+		r.reasons[figRTT] = r.probesOff("no flows rows", "np_tcp_", "np_nd_rx", "np_nd_tx")
+		r.reasons[figFlowRetx] = r.probesOff("no flows rows", "np_tcp_retrans")
 	}
 	var all rttDist
 	peers := map[string]*peerState{}
@@ -75,7 +76,9 @@ func (a *flowAcc) finish(b *builder) {
 		s := f.summary(b.traffic.endpoints)
 		r.Flows = append(r.Flows, s)
 		all.merge(&f.rtt)
-		peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
+		if isPeer(s.Peer) {
+			peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
+		}
 	}
 	sort.Slice(r.Flows, func(i, j int) bool { return flowLess(r.Flows[i], r.Flows[j]) })
 	r.Peers = peerSummaries(peers)
@@ -112,6 +115,11 @@ func (f *flowState) summary(endpoints map[string]bool) FlowSummary {
 		Sending: f.tx > f.rx, TxBytes: f.tx, RxBytes: f.rx, TxPackets: f.txPkts, Retransmits: f.retx,
 		Cwnd: f.cwnd, MSS: f.mss, SrttUs: f.srtt, RTT: f.rtt.summary()}
 	s.Generator = endpoints[s.Src+">"+s.Dst]
+	if f.tx == 0 && f.rx == 0 && s.RTT != nil && s.RTT.Samples > 0 {
+		// No interface bytes (netdev probe not selected): RTT samples are
+		// taken on ACKs of new data, so only the sending end has them.
+		s.Sending = true
+	}
 	if f.steadyNs > 0 {
 		bytes := f.steadyRx
 		if s.Sending {
@@ -181,4 +189,13 @@ func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
 		}
 	}
 	return trace.Probe{}, false
+}
+
+// isPeer reports whether a flow's remote address is a host: multicast
+// (e.g. IPv6 MLD reports and router solicitations to ff02::/16) and the
+// unspecified address (duplicate address detection) stay in Flows but are
+// nobody's peer.
+func isPeer(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	return err != nil || !(a.IsMulticast() || a.IsUnspecified())
 }

@@ -188,7 +188,7 @@ func (b *builder) ifaceRate(side *ifaceSide, s *series, counter, label, src stri
 		rt.Missing = "no ifaces rows"
 		return rt
 	case nulls == rows:
-		rt.Missing = "bpf columns null: probes off"
+		rt.Missing = b.r.probesOff("bpf columns null", "np_nd_rx", "np_nd_tx")
 		return rt
 	}
 	rt.Points = s.points()

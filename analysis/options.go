@@ -16,9 +16,11 @@ const PlausibleFactor = 10
 type Options struct {
 	// Units selects decimal (Gbit/s) or binary (Gibit/s, GiB/s) output.
 	Units Units
-	// LinkSpeedBps is the rated link speed in bit/s; 0 takes the
-	// manifest's rated_speed_mbps of the receiving (else sending)
-	// interface. It overrides the manifest when set (`--link-speed`).
+	// LinkSpeedBps is the rated link speed in bit/s; 0 takes the run's
+	// own (manifest config ConfigLinkSpeed, from `bench --link-speed`),
+	// else the manifest's rated_speed_mbps of the receiving (else
+	// sending) interface. It overrides the manifest when set
+	// (`analyze --link-speed`).
 	LinkSpeedBps float64
 	// TargetBps is the rate the streams-needed figure aims for, bit/s
 	// (`--target`); 0 uses the rated link speed.
@@ -57,7 +59,9 @@ type Thresholds struct {
 	// window-limited rate did not fill their window (0.50).
 	AppLimitedRatio float64
 	// HairpinExpectRTT is the min RTT expected of an on-link peer
-	// (150 µs); HairpinFactor × it is the threshold (2).
+	// (150 µs); HairpinFactor × it is the threshold (2). Left 0, a run
+	// recorded with `bench --expect-rtt` (manifest config
+	// ConfigExpectRTT) supplies it.
 	HairpinExpectRTT time.Duration
 	HairpinFactor    float64
 	// MinRTTSamples is the fewest RTT samples a peer needs to be judged
@@ -104,6 +108,23 @@ func (t Thresholds) withDefaults() Thresholds {
 	}
 	if t.MinRTTSamples == 0 {
 		t.MinRTTSamples = d.MinRTTSamples
+	}
+	return t
+}
+
+// Manifest config keys of what `netprof bench --link-speed` and
+// `--expect-rtt` recorded: the analysis's defaults for LinkSpeedBps and
+// Thresholds.HairpinExpectRTT, which Options override.
+const (
+	ConfigLinkSpeed = "link_speed_bps"
+	ConfigExpectRTT = "expect_rtt_ns"
+)
+
+// withManifest returns t with HairpinExpectRTT taken from the run's
+// manifest config (ConfigExpectRTT) when t leaves it 0.
+func (t Thresholds) withManifest(cfg map[string]any) Thresholds {
+	if ns := ConfigInt(cfg, ConfigExpectRTT); t.HairpinExpectRTT == 0 && ns > 0 {
+		t.HairpinExpectRTT = time.Duration(ns)
 	}
 	return t
 }

@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/netprof/netprof/trace"
@@ -198,7 +200,7 @@ type Report struct {
 	// RTTHist bins the samples by per-interval p50 (for plots).
 	RTTHist []HistBin
 	// Flows holds every flow, largest (tx+rx bytes) first; Peers every
-	// remote address, by bytes.
+	// remote unicast address (multicast and :: are not peers), by bytes.
 	Flows []FlowSummary
 	Peers []PeerSummary
 	// BDP is the bandwidth-delay product and streams-needed estimate.
@@ -265,4 +267,31 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// probesOff explains BPF figures that are missing because the programs
+// behind them did not run: "probes off" when the manifest lists none of
+// progs (program names or name prefixes, e.g. "np_nd_"), else the first
+// one's name and reason, e.g. "np_nd_rx not attached: not selected
+// (--probes)". When one of them was attached it returns what, with the
+// cause unknown.
+func (r *Report) probesOff(what string, progs ...string) string {
+	var first *trace.Probe
+	for i, p := range r.Manifest.Probes {
+		for _, prefix := range progs {
+			if !strings.HasPrefix(p.Name, prefix) {
+				continue
+			}
+			if p.Attached {
+				return what
+			}
+			if first == nil {
+				first = &r.Manifest.Probes[i]
+			}
+		}
+	}
+	if first == nil || first.Reason == "" {
+		return what + ": probes off"
+	}
+	return fmt.Sprintf("%s: %s not attached: %s", what, first.Name, first.Reason)
 }

@@ -41,7 +41,7 @@ func ruleSoftirq(f *facts) Verdict {
 	case !below:
 		v.Status, v.Summary = NotFired, "a CPU is saturated, but the link is at its rated speed: wire-bound"
 	default:
-		who := fmt.Sprintf("CPU %d at %s", r.BusiestCPU, busiestShare(r))
+		who := busiestShare(r)
 		if len(hot) == 0 && len(napi) > 0 {
 			who = fmt.Sprint("NAPI exhausting its budget on ", napi)
 		}
@@ -62,7 +62,20 @@ func cpuEvidence(r *Report) []string {
 				pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals))
 		}
 	}
+	if len(r.CPUs) > 1 {
+		out = append(out, fmt.Sprintf("mean over the %d CPUs: NET_RX softirq %s (a machine-wide average hides one busy core)",
+			len(r.CPUs), pct(meanShare(r.CPUs))))
+	}
 	return out
+}
+
+// meanShare is the mean NET_RX share over the CPUs.
+func meanShare(cs []CPUStat) float64 {
+	sum := 0.0
+	for _, c := range cs {
+		sum += c.Share
+	}
+	return sum / float64(len(cs))
 }
 
 // busiestShare formats the busiest CPU's share.
@@ -140,11 +153,14 @@ func ruleRateLimited(f *facts) Verdict {
 }
 
 // ruleWindow: at least WindowFlows of the sending flows run at >=
-// WindowRatio of snd_cwnd × mss / srtt (and the run is not wire-bound).
+// WindowRatio of window / srtt, the window being snd_cwnd × mss or the
+// socket buffer the run set (BDP.SocketWindow) when smaller (and the run
+// is not wire-bound).
 func ruleWindow(f *facts, wire bool) Verdict {
-	th, d := f.th, f.r.BDP
+	th, d := f.th, &f.r.BDP
 	v := Verdict{Rule: RuleWindow, Thresholds: []string{
-		"a sending flow's steady rate >= " + pct(th.WindowRatio) + " of snd_cwnd x mss / srtt",
+		"a sending flow's steady rate >= " + pct(th.WindowRatio) + " of window / srtt, window = snd_cwnd x mss " +
+			"(or the socket buffer set with --window, when smaller)",
 		"for >= " + pct(th.WindowFlows) + " of sending flows; not wire-bound",
 	}}
 	if len(f.send) == 0 {
@@ -154,16 +170,20 @@ func ruleWindow(f *facts, wire bool) Verdict {
 	n := 0
 	ratios := make([]float64, 0, len(f.send))
 	for _, fl := range f.send {
-		ratios = append(ratios, fl.WindowRatio())
-		if fl.WindowRatio() >= th.WindowRatio {
+		ratios = append(ratios, d.windowRatio(fl))
+		if d.windowRatio(fl) >= th.WindowRatio {
 			n++
 		}
 	}
 	u := f.r.Units
+	what := "snd_cwnd x mss"
+	if d.SocketWindow > 0 {
+		what += ", at most the socket buffer " + u.FormatBytes(d.SocketWindow) + " (--window)"
+	}
 	v.Evidence = []string{
 		fmt.Sprintf("%d of %d sending flows at >= %s of their window-limited rate (median ratio %.2f)",
 			n, len(f.send), pct(th.WindowRatio), median(ratios)),
-		fmt.Sprintf("median window %s (snd_cwnd x mss) at srtt %s: %s per stream", u.FormatBytes(d.PerStreamWindow),
+		fmt.Sprintf("median window %s (%s) at srtt %s: %s per stream", u.FormatBytes(d.PerStreamWindow), what,
 			fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps)),
 	}
 	v.Evidence = append(v.Evidence, bdpEvidence(f.r)...)
@@ -173,7 +193,11 @@ func ruleWindow(f *facts, wire bool) Verdict {
 	case float64(n) < th.WindowFlows*float64(len(f.send)):
 		v.Status, v.Summary = NotFired, "most sending flows are below their window"
 	default:
-		v.Status, v.Summary = Fired, "each stream is capped at window / RTT: raise the window (tcp_wmem/tcp_rmem) or run more streams"
+		raise := "the window (tcp_wmem/tcp_rmem)"
+		if d.SocketWindow > 0 {
+			raise = "--window (the socket buffer each stream is held to)"
+		}
+		v.Status, v.Summary = Fired, "each stream is capped at window / RTT: raise "+raise+" or run more streams"
 	}
 	return v
 }
@@ -221,15 +245,7 @@ func ruleStorage(f *facts) Verdict {
 // injectedRTTUs returns the RTT a bench --rtt run injected (manifest config
 // rtt_ns), in µs; 0 when none.
 func injectedRTTUs(cfg map[string]any) float64 {
-	switch v := cfg["rtt_ns"].(type) {
-	case float64:
-		return v / 1e3
-	case int64:
-		return float64(v) / 1e3
-	case int:
-		return float64(v) / 1e3
-	}
-	return 0
+	return configNumber(cfg["rtt_ns"]) / 1e3
 }
 
 // ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link
@@ -278,7 +294,7 @@ func ruleHairpin(f *facts) Verdict {
 func ruleSender(f *facts, wire, limiter bool) Verdict {
 	th, r := f.th, f.r
 	v := Verdict{Rule: RuleSender, Thresholds: []string{
-		"median sending flow at <= " + pct(th.AppLimitedRatio) + " of snd_cwnd x mss / srtt",
+		"median sending flow at <= " + pct(th.AppLimitedRatio) + " of window / srtt (window as in window/BDP-limited)",
 		"no CPU at >= " + pct(th.SoftirqShare) + " NET_RX softirq, not wire-bound, retransmits < " + pct(th.RetxHigh),
 	}}
 	if len(f.send) == 0 {
@@ -288,8 +304,9 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 	ratios := make([]float64, 0, len(f.send))
 	var actual, window float64
 	for _, fl := range f.send {
-		ratios = append(ratios, fl.WindowRatio())
-		actual, window = actual+fl.SteadyBps, window+fl.WindowBps
+		_, bps := r.BDP.windowOf(fl)
+		ratios = append(ratios, r.BDP.windowRatio(fl))
+		actual, window = actual+fl.SteadyBps, window+bps
 	}
 	med := median(ratios)
 	u := r.Units

@@ -165,11 +165,19 @@ func (r *Report) writeActive(p *printer, d *Direction) {
 		if w == nil || !w.HasActive() {
 			continue
 		}
-		p.line("  active window (%s, intervals >= %.0f%% of peak): %s to %s, length %.3f s (%d intervals); peak in the interval ending %s",
+		p.line("  active window (%s, intervals >= %.0f%% of peak): %s to %s, length %.3f s (%s); peak in the interval ending %s",
 			rt.Label, ActiveThreshold*100, fmtTime(w.ActiveStart), fmtTime(w.ActiveEnd), w.ActiveLength().Seconds(),
-			w.ActiveIntervals, fmtTime(w.PeakAt))
-		p.line("  steady state = median interval of the active window without its first and last (%s to %s, %d intervals, CV %s);",
-			fmtTime(w.SteadyStart), fmtTime(w.SteadyEnd), w.SteadyIntervals, pct(w.SteadyCV))
+			intervals(w.ActiveIntervals), fmtTime(w.PeakAt))
+		cv := "n/a with one interval"
+		if w.SteadyIntervals > 1 {
+			cv = pct(w.SteadyCV)
+		}
+		def := "median interval of the active window without its first and last"
+		if w.SteadyApprox {
+			def = "approximate: median interval of the whole active window (too short to drop its first and last)"
+		}
+		p.line("  steady state = %s (%s to %s, %s, CV %s);", def,
+			fmtTime(w.SteadyStart), fmtTime(w.SteadyEnd), intervals(w.SteadyIntervals), cv)
 		p.line("  whole run = total bytes x 8 / (run end - run start); p50/p95 = of the active window's interval rates")
 		return
 	}
@@ -204,4 +212,12 @@ func fmtTime(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(timeLayout)
+}
+
+// intervals says "1 interval" or "N intervals".
+func intervals(n int) string {
+	if n == 1 {
+		return "1 interval"
+	}
+	return fmt.Sprintf("%d intervals", n)
 }

@@ -114,6 +114,33 @@ func TestRuleWindow(t *testing.T) {
 	wantVerdict(t, scen(t, s, Options{}), RuleWindow, NotFired, "below their window")
 }
 
+// A stream capped by its socket buffer (bench --window) under BBR: snd_cwnd
+// is ~3x what it keeps in flight, so only the buffer explains the rate.
+// 2 streams x 227 Mbit/s at srtt 10.6 ms; 256 KiB allows 198 Mbit/s each.
+func TestRuleWindowSocketBuffer(t *testing.T) {
+	s := analysistest.Scenario{Streams: 2, RateBps: flat(0.454e9), WindowRatio: 0.34, RTTMinUs: 10040,
+		RTTP50Us: func(int) uint32 { return 10600 }}
+	withWindow := func(w float64) *Report {
+		t.Helper()
+		m := s.Manifest()
+		m.Config["socket_options"] = map[string]any{"window_bytes": w}
+		ifaces, cpus, flows, traffic := s.Tables()
+		r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{TargetBps: 1e9})
+		if err != nil {
+			t.Fatalf("BuildTables: %v", err)
+		}
+		return r
+	}
+	r := withWindow(256 << 10)
+	wantVerdict(t, r, RuleWindow, Fired, "2 of 2 sending flows", "socket buffer 0.26 MB (--window)", "6 streams")
+	wantVerdict(t, r, RuleSender, NotFired, "fill their window")
+	checkF(t, "per-stream window", r.BDP.PerStreamWindow, 256<<10)
+	// Without the buffer, or with one larger than snd_cwnd x mss, only
+	// the congestion window counts: not window-limited.
+	wantVerdict(t, scen(t, s, Options{}), RuleWindow, NotFired, "below their window")
+	wantVerdict(t, withWindow(64<<20), RuleWindow, NotFired, "below their window")
+}
+
 func TestRuleStorage(t *testing.T) {
 	s := analysistest.Scenario{Intervals: 6}
 	m := s.Manifest()

@@ -32,9 +32,9 @@ func analyzeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (decimal units, units in keys)", EnvVars: []string{"NETPROF_JSON"}},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report with plots to `FILE`", EnvVars: []string{"NETPROF_HTML"}},
 			&cli.StringFlag{Name: "units", Value: "decimal", Usage: "decimal (Gbit/s) or binary (Gibit/s, GiB/s)", EnvVars: []string{"NETPROF_UNITS"}},
-			&cli.StringFlag{Name: "link-speed", Usage: "rated link speed, e.g. 10Gbit (overrides the manifest)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
+			&cli.StringFlag{Name: "link-speed", Usage: "rated link speed, e.g. 10Gbit (overrides the manifest, including bench --link-speed)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 			&cli.StringFlag{Name: "target", Usage: "target rate for the streams-needed figure, e.g. 80Gbit (default: rated speed)", EnvVars: []string{"NETPROF_TARGET"}},
-			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule)", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
+			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule; overrides bench --expect-rtt)", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 			&cli.BoolFlag{Name: "compare", Usage: "line up several runs (e.g. a sweep) instead of reporting one", EnvVars: []string{"NETPROF_COMPARE"}},
 		},
 		Action: analyzeAction,
@@ -79,10 +79,14 @@ func analyzeFlags(c *cli.Context) (analyzeConfig, error) {
 			}
 		}
 	}
-	if d := c.Duration("expect-rtt"); d <= 0 {
-		return cfg, fmt.Errorf("--expect-rtt %v: must be positive", d)
+	// Unset, --expect-rtt leaves the run's own (bench --expect-rtt), else
+	// the default, to the analysis.
+	if c.IsSet("expect-rtt") {
+		if d := c.Duration("expect-rtt"); d <= 0 {
+			return cfg, fmt.Errorf("--expect-rtt %v: must be positive", d)
+		}
+		cfg.Options.Thresholds.HairpinExpectRTT = c.Duration("expect-rtt")
 	}
-	cfg.Options.Thresholds.HairpinExpectRTT = c.Duration("expect-rtt")
 	return cfg, cfg.Validate()
 }
 

@@ -72,6 +72,9 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.BoolFlag{Name: "ipv6", Usage: "IPv6 on the local test bed (2001:2::/64), or a peer name's IPv6 address", EnvVars: []string{"NETPROF_IPV6"}},
 		&cli.BoolFlag{Name: "quiet", Usage: "no live line per interval on stderr", EnvVars: []string{"NETPROF_QUIET"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
+		&cli.StringFlag{Name: "probes", Value: "all", Usage: "probe groups to attach, comma-separated (all, or some of " + bench.ProbesHelp() + ")", EnvVars: []string{"NETPROF_PROBES"}},
+		&cli.StringFlag{Name: "link-speed", Usage: "rated link speed, e.g. 10Gbit, for the wire-bound verdict; recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_LINK_SPEED"}},
+		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 		&cli.BoolFlag{Name: "bpf-stats", Value: true, Usage: "kernel BPF run-time stats for the probes table (run count, ns/event); --bpf-stats=false saves ~1-2%", EnvVars: []string{"NETPROF_BPF_STATS"}},
 		&cli.BoolFlag{Name: "json", Usage: "print a JSON summary on stdout (decimal units, units in keys) instead of the text report", EnvVars: []string{"NETPROF_JSON"}},
 	}
@@ -174,6 +177,9 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		cfg.Live = c.App.ErrWriter
 	}
 	var err error
+	if cfg.Probes, err = bench.ParseProbes(c.String("probes")); err != nil {
+		return cfg, fmt.Errorf("--probes: %w", err)
+	}
 	if cfg.Direction, err = direction(c); err != nil {
 		return cfg, err
 	}
@@ -183,7 +189,29 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	if cfg.Duration <= 0 {
 		return cfg, fmt.Errorf("--duration %v: must be positive", cfg.Duration)
 	}
+	if err := ratedFlags(c, &cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, sockOpts(c, &cfg)
+}
+
+// ratedFlags reads --link-speed and --expect-rtt.
+func ratedFlags(c *cli.Context, cfg *bench.Config) error {
+	if s := c.String("link-speed"); s != "" {
+		bps, err := analysis.ParseRate(s)
+		if err != nil {
+			return fmt.Errorf("--link-speed: %w", err)
+		}
+		if bps <= 0 {
+			return fmt.Errorf("--link-speed %q: must be positive", s)
+		}
+		cfg.LinkSpeedBps = bps
+	}
+	if c.IsSet("expect-rtt") && c.Duration("expect-rtt") <= 0 {
+		return fmt.Errorf("--expect-rtt %v: must be positive", c.Duration("expect-rtt"))
+	}
+	cfg.ExpectRTT = c.Duration("expect-rtt")
+	return nil
 }
 
 // direction reads --reverse and --bidir.

@@ -274,7 +274,7 @@ func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle
 		sc.names[netdev.IfaceKey{Netns: l.Netns, Ifindex: uint32(l.Index)}] = l.Name
 		sc.netns[l.Netns] = true
 	}
-	ps, err := loadProbesWith(sc, probeOptions{FlowEntries: cfg.FlowEntries, BPFStats: cfg.BPFStats}, log)
+	ps, err := loadProbesWith(sc, probeOptions{FlowEntries: cfg.FlowEntries, BPFStats: cfg.BPFStats, Probes: cfg.Probes}, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
@@ -43,6 +44,9 @@ type Config struct {
 	// (the probes table's run_count and run_time_ns; 0 without it). On by
 	// default; off saves the two clock reads per program run (1–2%).
 	BPFStats bool
+	// Probes selects the probe groups to attach (ProbeGroups, `--probes`);
+	// nil attaches all of them.
+	Probes []string
 	// RTT, when positive, joins the namespaces through netprof's
 	// user-space delay line (TUN devices, see testbed.Options.Delay)
 	// instead of a veth pair, with a one-way delay of RTT/2 in each
@@ -75,6 +79,14 @@ type Config struct {
 	// IPv6 gives the local test bed IPv6 addresses (BedV6A, BedV6B), or
 	// prefers a peer name's IPv6 address.
 	IPv6 bool
+	// LinkSpeedBps is the rated link speed in bit/s (`--link-speed`) and
+	// ExpectRTT the min RTT expected of the peer (`--expect-rtt`, the
+	// hairpin rule); 0 leaves them to the interfaces and the default.
+	// Recorded in the manifest's config (analysis.ConfigLinkSpeed,
+	// analysis.ConfigExpectRTT), where the run's report and a later
+	// `netprof analyze` take them as defaults.
+	LinkSpeedBps float64
+	ExpectRTT    time.Duration
 	// Live, when set, receives one line per interval (rate, retransmits,
 	// busiest CPU).
 	Live io.Writer
@@ -125,6 +137,9 @@ func (c Config) Validate() error {
 		if p < 1 || p > 65535 {
 			errs = append(errs, fmt.Errorf("invalid port %d: must be 1..65535", p))
 		}
+	}
+	if c.LinkSpeedBps < 0 || c.ExpectRTT < 0 {
+		errs = append(errs, fmt.Errorf("invalid link speed %g bit/s or expected RTT %v: must not be negative", c.LinkSpeedBps, c.ExpectRTT))
 	}
 	if c.Warmup < 0 || c.Cooldown < 0 {
 		errs = append(errs, fmt.Errorf("invalid warmup %v or cooldown %v: must not be negative", c.Warmup, c.Cooldown))
@@ -251,6 +266,12 @@ func (c Config) manifestConfig() map[string]any {
 	}
 	if !c.SockOpts.IsZero() {
 		m["socket_options"] = sockOptsConfig(c.SockOpts)
+	}
+	if c.LinkSpeedBps > 0 {
+		m[analysis.ConfigLinkSpeed] = int64(c.LinkSpeedBps)
+	}
+	if c.ExpectRTT > 0 {
+		m[analysis.ConfigExpectRTT] = c.ExpectRTT.Nanoseconds()
 	}
 	if c.Peer != "" {
 		delete(m, "testbed")

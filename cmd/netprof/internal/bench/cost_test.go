@@ -25,15 +25,37 @@ const (
 	costMaxFloorRatio     = 1.3  // and at most 1.3× an empty program per event
 )
 
+// costDefaultDuration is how long each cost run sends
+// (NETPROF_COST_DURATION overrides it for BenchmarkProbeCost).
+const costDefaultDuration = 3 * time.Second
+
+// emptyGroups maps each empty program to the probe group whose hook it
+// sits on.
+var emptyGroups = map[string]string{
+	bpf.EmptyProgNpE_rx: "netdev", bpf.EmptyProgNpE_tx: "netdev", bpf.EmptyProgNpE_napi: "napi",
+	bpf.EmptyProgNpE_siEntry: "softirq", bpf.EmptyProgNpE_siExit: "softirq",
+	bpf.EmptyProgNpE_tcpProbe: "tcp", bpf.EmptyProgNpE_retrans: "tcp", bpf.EmptyProgNpE_sockState: "sockstate",
+}
+
 // emptySpec is bpf/empty.bpf.c as a loader spec: one empty tp_btf program
-// on each hook the probes use, with the probes' hook names.
-func emptySpec(b testing.TB) loader.Spec {
+// on each hook the selected probe groups use (nil: all), with the probes'
+// hook names.
+func emptySpec(b testing.TB, selected []string) loader.Spec {
 	b.Helper()
 	cs, err := bpf.LoadEmpty()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return loader.Spec{Probe: "empty", Collection: cs, Programs: []loader.Program{
+	var skip map[string]string
+	if selected != nil {
+		skip = map[string]string{}
+		for prog, g := range emptyGroups {
+			if !slices.Contains(selected, g) {
+				skip[prog] = notSelected
+			}
+		}
+	}
+	return loader.Spec{Probe: "empty", Collection: cs, Skip: skip, Programs: []loader.Program{
 		{Name: bpf.EmptyProgNpE_rx, Hook: "net:netif_receive_skb"},
 		{Name: bpf.EmptyProgNpE_tx, Hook: "net:net_dev_start_xmit"},
 		{Name: bpf.EmptyProgNpE_napi, Hook: "napi:napi_poll"},
@@ -62,14 +84,18 @@ func (c progCost) nsPerEvent() float64 {
 type costMode int
 
 const (
-	modeNoProbes    costMode = iota // --no-bpf
-	modeProbes                      // every netprof probe, BPF stats off (--bpf-stats=false)
-	modeProbesStats                 // every netprof probe with BPF run-time stats on: ns/event
-	modeEmpty                       // --no-bpf plus the empty programs, BPF stats on: the floor
+	modeNoProbes     costMode = iota // --no-bpf
+	modeProbes                       // every netprof probe, BPF stats off (--bpf-stats=false)
+	modeProbesStats                  // every netprof probe with BPF run-time stats on: ns/event
+	modeEmpty                        // --no-bpf plus the empty programs, BPF stats on: the floor
+	modeEmptyNoStats                 // the empty programs with BPF stats off: the throughput floor of "probes"
 	numCostModes
 )
 
-var costModeNames = [...]string{"no probes", "probes", "probes+stats", "empty programs"}
+var costModeNames = [...]string{"no probes", "probes", "probes+stats", "empty programs", "empty (stats off)"}
+
+// empty reports whether m attaches the empty programs.
+func (m costMode) empty() bool { return m == modeEmpty || m == modeEmptyNoStats }
 
 // costSample is what one run measured.
 type costSample struct {
@@ -90,7 +116,7 @@ func (s costSample) cpuPerMB() float64 {
 }
 
 // BenchmarkProbeCost measures, in one invocation, what the probes cost.
-// Each round runs the same TCP transfer over a fresh test bed four ways
+// Each round runs the same TCP transfer over a fresh test bed five ways
 // (rounds alternate the order, so drift hits all modes alike):
 //
 //   - no probes (--no-bpf);
@@ -99,7 +125,9 @@ func (s costSample) cpuPerMB() float64 {
 //   - probes with BPF stats on, for each program's ns/event (run_time_ns /
 //     run_cnt);
 //   - empty programs on the same hooks (bpf/empty.bpf.c), BPF stats on: the
-//     floor any program on a hook pays.
+//     floor any program on a hook pays;
+//   - the same empty programs with BPF stats off: the throughput floor of
+//     "probes" (what attaching anything to these hooks costs).
 //
 // It prints the throughput ratio probes / no probes (the issue's goal is
 // ≥ 0.98), the CPU time the transfer took per MB received over the steady
@@ -110,8 +138,10 @@ func (s costSample) cpuPerMB() float64 {
 //	go test -run '^$' -bench ProbeCost -benchtime 1x ./cmd/netprof/internal/bench/
 //
 // NETPROF_COST_ROUNDS (default 3) and NETPROF_COST_DURATION (default 3s)
-// set how many rounds of the four runs and how long each sends;
+// set how many rounds of the five runs and how long each sends;
 // NETPROF_COST_MODES (e.g. "probes+stats,empty programs") runs only some;
+// NETPROF_COST_PROBES (a `--probes` value, e.g. "netdev,tcp") attaches only
+// those probe groups in the probe modes, to see what each group costs;
 // a round during which the rest of the host was busy is run again (see
 // costMaxOthers). Throughput
 // on veth varies ±15% run to run and with whatever else the host does, so
@@ -171,8 +201,8 @@ func costMaxOthers(b *testing.B) float64 {
 }
 
 func costSettings(b *testing.B) (int, time.Duration, []costMode) {
-	rounds, dur := 3, 3*time.Second
-	modes := []costMode{modeNoProbes, modeProbes, modeProbesStats, modeEmpty}
+	rounds, dur := 3, costDefaultDuration
+	modes := []costMode{modeNoProbes, modeProbes, modeProbesStats, modeEmpty, modeEmptyNoStats}
 	if v := os.Getenv("NETPROF_COST_MODES"); v != "" {
 		modes = nil
 		for _, name := range strings.Split(v, ",") {
@@ -249,10 +279,13 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 	cfg := DefaultConfig()
 	cfg.Duration = dur
 	cfg.Interval = costInterval
-	cfg.NoBPF = m == modeNoProbes || m == modeEmpty
+	cfg.NoBPF = m == modeNoProbes || m.empty()
 	// bench turns BPF stats on by default (--bpf-stats): the throughput
 	// runs measure the probes without them, the ns/event runs with them.
 	cfg.BPFStats = m == modeProbesStats
+	if cfg.Probes, err = ParseProbes(os.Getenv("NETPROF_COST_PROBES")); err != nil {
+		b.Fatalf("NETPROF_COST_PROBES: %v", err)
+	}
 	s := costSample{progs: map[string]*progCost{}}
 	if m == modeEmpty {
 		stats, err := loader.EnableStats()
@@ -263,12 +296,13 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 	}
 	var empty *loader.Loaded
 	var before []loader.ProgramStats
-	if m == modeEmpty {
-		if empty, err = loader.Load(emptySpec(b), nil); err != nil {
+	if m.empty() {
+		spec := emptySpec(b, cfg.Probes)
+		if empty, err = loader.Load(spec, nil); err != nil {
 			b.Fatal(err)
 		}
 		defer empty.Close()
-		if empty.Attached() != len(empty.Status) {
+		if empty.Attached() != len(empty.Status)-len(spec.Skip) {
 			b.Fatalf("empty programs not all attached: %+v", empty.Status)
 		}
 		if before, err = empty.Stats(); err != nil {

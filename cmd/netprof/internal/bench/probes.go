@@ -40,6 +40,8 @@ type probeOptions struct {
 	// program run (1–2% of throughput). recursion_misses are counted
 	// either way.
 	BPFStats bool
+	// Probes selects probe groups (ProbeGroups; nil: all of them).
+	Probes []string
 }
 
 // loadProbes is loadProbesWith with BPF stats off.
@@ -59,7 +61,15 @@ func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, er
 			ps.stats = c
 		}
 	}
+	skip := skipPrograms(opt.Probes)
 	load := func(name string, spec loader.Spec, err error) *loader.Loaded {
+		spec.Skip = skip
+		if none, progs := allSkipped(spec); err == nil && none {
+			for _, p := range progs {
+				ps.status = append(ps.status, trace.Probe{Name: p.Name, Hook: p.Hook, Reason: notSelected})
+			}
+			return nil
+		}
 		if err == nil {
 			var l *loader.Loaded
 			if l, err = loader.Load(spec, log); err == nil {

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/loader"
+)
+
+// ProbeGroup is one name `bench --probes` takes: the BPF programs it
+// attaches and the figures they give.
+type ProbeGroup struct {
+	Name     string
+	Figures  string
+	Programs []string
+}
+
+// ProbeGroups lists every group `--probes` knows, in the order help
+// prints them. Leaving a group out saves its per-event cost (the probes
+// table of a run with BPF stats shows it, ns/event × events) and leaves
+// its figures n/a, with the reason "not selected (--probes)".
+var ProbeGroups = []ProbeGroup{
+	{"netdev", "interface and per-flow bytes, segments, skbs; per-CPU rx packets (net:netif_receive_skb, net:net_dev_start_xmit)",
+		[]string{bpf.NetdevProgNpNdRx, bpf.NetdevProgNpNdTx}},
+	{"napi", "NAPI polls, work and budget exhaustion per CPU (napi:napi_poll)", []string{bpf.NetdevProgNpNdNapi}},
+	{"softirq", "NET_RX/NET_TX softirq time and count per CPU (irq:softirq_entry, irq:softirq_exit)",
+		[]string{bpf.SoftirqProgNpSiEntry, bpf.SoftirqProgNpSiExit}},
+	{"tcp", "per-flow RTT histogram, srtt, snd_cwnd, retransmitted segments (tcp:tcp_probe, tcp:tcp_retransmit_skb)",
+		[]string{bpf.TcpProgNpTcpProbe, bpf.TcpProgNpTcpRetrans}},
+	{"sockstate", "TCP connection opens and closes (sock:inet_sock_set_state)", []string{bpf.SockstateProgNpSsState}},
+}
+
+// probeGroupNames returns the group names, comma-separated.
+func probeGroupNames() string {
+	names := make([]string, len(ProbeGroups))
+	for i, g := range ProbeGroups {
+		names[i] = g.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// ProbesHelp describes the groups for --help.
+func ProbesHelp() string {
+	var b strings.Builder
+	for _, g := range ProbeGroups {
+		fmt.Fprintf(&b, "%s: %s; ", g.Name, g.Figures)
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+// ParseProbes parses a --probes value: "all" (nil: every group) or a
+// comma-separated list of group names. An unknown name is an error that
+// lists the known ones.
+func ParseProbes(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.ContainsFunc(ProbeGroups, func(g ProbeGroup) bool { return g.Name == name }) {
+			return nil, fmt.Errorf("unknown probe group %q: want all, or some of %s", name, probeGroupNames())
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// notSelected is the reason recorded for a program --probes left out.
+const notSelected = "not selected (--probes)"
+
+// skipPrograms returns the programs of the groups not in selected (nil
+// selects every group), each with the reason notSelected.
+func skipPrograms(selected []string) map[string]string {
+	if selected == nil {
+		return nil
+	}
+	skip := map[string]string{}
+	for _, g := range ProbeGroups {
+		if !slices.Contains(selected, g.Name) {
+			for _, p := range g.Programs {
+				skip[p] = notSelected
+			}
+		}
+	}
+	return skip
+}
+
+// allSkipped reports whether every attached program of spec is skipped:
+// the probe then need not be loaded at all. It returns their status rows.
+func allSkipped(spec loader.Spec) (bool, []loader.Program) {
+	var progs []loader.Program
+	for _, p := range spec.Programs {
+		if p.Detached {
+			continue
+		}
+		if _, ok := spec.Skip[p.Name]; !ok {
+			return false, nil
+		}
+		progs = append(progs, p)
+	}
+	return true, progs
+}

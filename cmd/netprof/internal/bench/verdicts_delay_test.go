@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netprof/netprof/analysis"
+	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/testbedtest"
+	"github.com/netprof/netprof/traffic/units"
+)
+
+// reanalyze analyses run again with opts, as `netprof analyze` with flags
+// does.
+func reanalyze(t *testing.T, run *trace.Run, opts analysis.Options) *analysis.Report {
+	t.Helper()
+	r, err := analysis.Analyze(run, opts)
+	if err != nil {
+		t.Fatalf("analyze: %v", err)
+	}
+	return r
+}
+
+// senderRates returns each sending stream's rate by the generator's own
+// count (traffic.app_bytes of the sender rows), bit/s: the median interval
+// without the first and the last, keyed by the stream's local address.
+func senderRates(t *testing.T, run *trace.Run) map[string]float64 {
+	t.Helper()
+	rows, err := run.Traffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]float64{}
+	for _, r := range rows {
+		if r.Role == trace.RoleSender && r.IntervalNs > 0 {
+			per[r.LocalAddr] = append(per[r.LocalAddr], float64(r.AppBytes)*8e9/float64(r.IntervalNs))
+		}
+	}
+	out := map[string]float64{}
+	for addr, v := range per {
+		if len(v) < 3 {
+			t.Fatalf("stream %s has %d intervals, want at least 3", addr, len(v))
+		}
+		v = slices.Sorted(slices.Values(v[1 : len(v)-1]))
+		out[addr] = v[len(v)/2]
+	}
+	return out
+}
+
+// minConnect returns the smallest of n TCP connect times from A to B: one
+// round trip through the bed's path, measured by the test itself.
+func minConnect(t *testing.T, bed *testbed.Bed, n int) time.Duration {
+	t.Helper()
+	return dialTimes(t, bed, n)[0]
+}
+
+// Ground truth: the socket buffer the run set (256 KiB, bench --window), the
+// round trip the test measures itself through the same delay line (TCP
+// connect time) and the generator's own byte counts. Over a 10 ms delay
+// line (bench --rtt 10ms) each stream is capped at about window / RTT
+// (~0.2 Gbit/s), far below what the line carries: window/BDP-limited fires
+// and its streams-needed figure (for --target 1Gbit) agrees with window /
+// RTT; each generator stream runs at 0.7–2× window / connect RTT (the
+// kernel doubles the buffer for its overhead, so at most 2× can be in
+// flight; the line adds RTT when the machine is loaded, hence 0.7); the
+// report's per-flow rates match the generator's. The RTT was
+// asked for, so hairpin suspected must not fire.
+func TestVerdictWindowLimited(t *testing.T) {
+	requireBench(t, true)
+	const window = 256 << 10
+	cfg := DefaultConfig()
+	cfg.RTT, cfg.Streams, cfg.Duration = 10*time.Millisecond, 2, 4*time.Second
+	cfg.SockOpts.Window = window
+	bed := rttBed(t, cfg)
+	ct := minConnect(t, bed, 10)
+	_, run := mustRun(t, cfg, bed, "")
+	r := reanalyze(t, run, analysis.Options{TargetBps: 1e9})
+
+	expect := window * 8 / ct.Seconds() // bit/s per stream
+	gen := senderRates(t, run)
+	t.Logf("connect RTT %v; window / RTT %.0f Mbit/s; generator per stream %v bit/s; report min RTT %d µs, per-stream window rate %.0f Mbit/s, %d streams for 1 Gbit/s",
+		ct, expect/1e6, gen, r.BDP.MinRTTUs, r.BDP.PerStreamBps/1e6, r.BDP.Streams)
+	v := wantVerdict(t, r, analysis.RuleWindow, analysis.Fired)
+	t.Logf("%s: %s: %s\n  %s", v.Rule, v.Status, v.Summary, strings.Join(v.Evidence, "\n  "))
+	checkWindowEvidence(t, v, r, expect)
+	if len(gen) != cfg.Streams {
+		t.Fatalf("%d sending streams in the traffic rows, want %d", len(gen), cfg.Streams)
+	}
+	for addr, g := range gen {
+		if g < 0.7*expect || g > 2*expect {
+			t.Errorf("stream %s: generator rate %.0f Mbit/s, want 0.7–2× window / RTT = %.0f Mbit/s", addr, g/1e6, expect/1e6)
+		}
+		checkFlowRate(t, r, addr, g)
+	}
+	if floor := float64(r.BDP.MinRTTUs); floor < float64(cfg.RTT.Microseconds()) || floor > 1.1*float64(ct.Microseconds()) {
+		t.Errorf("report min RTT %.0f µs: want between the line's %v and 1.1× the connect time %v", floor, cfg.RTT, ct)
+	}
+	h := wantVerdict(t, r, analysis.RuleHairpin, analysis.NotFired)
+	if !strings.Contains(strings.Join(h.Thresholds, " "), "10.00 ms expected") {
+		t.Errorf("hairpin thresholds %q do not expect the asked-for 10 ms", h.Thresholds)
+	}
+}
+
+// checkWindowEvidence checks the window verdict names both flows, the
+// socket buffer and the streams needed for the target, and that the
+// per-stream window rate it used is window / RTT.
+func checkWindowEvidence(t *testing.T, v analysis.Verdict, r *analysis.Report, expect float64) {
+	t.Helper()
+	ev := strings.Join(v.Evidence, "\n")
+	d := r.BDP
+	want := []string{"2 of 2 sending flows", "(--window)", fmt.Sprintf("needs %s in flight: %d streams at",
+		r.Units.FormatBytes(d.TargetBytes), d.Streams)}
+	for _, w := range want {
+		if !strings.Contains(ev, w) {
+			t.Errorf("window evidence lacks %q:\n%s", w, ev)
+		}
+	}
+	// The rule divides by srtt: at least the path's RTT, and a line
+	// starved of CPU adds a few ms (seen: 14.6 ms srtt at 10.1 ms min),
+	// so the rate it expects is 0.5–1.1× window / connect RTT.
+	if d.PerStreamBps < 0.5*expect || d.PerStreamBps > 1.1*expect {
+		t.Errorf("per-stream window rate %.0f Mbit/s, want 0.5–1.1× window / RTT = %.0f Mbit/s", d.PerStreamBps/1e6, expect/1e6)
+	}
+	if want := int(math.Ceil(1e9 / d.PerStreamBps)); d.Streams != want {
+		t.Errorf("streams needed %d, want ceil(1 Gbit/s / %.0f Mbit/s) = %d", d.Streams, d.PerStreamBps/1e6, want)
+	}
+}
+
+// checkFlowRate checks the report's steady rate of the sending flow from
+// addr is within 10% of the generator's.
+func checkFlowRate(t *testing.T, r *analysis.Report, addr string, gen float64) {
+	t.Helper()
+	for _, f := range r.Flows {
+		if f.Sending && f.Src == addr {
+			if offBy(f.SteadyBps, gen) > 0.10 {
+				t.Errorf("flow %s: report steady rate %.0f Mbit/s, generator %.0f Mbit/s", addr, f.SteadyBps/1e6, gen/1e6)
+			}
+			return
+		}
+	}
+	t.Errorf("no sending flow from %s in the report", addr)
+}
+
+var hairpinPeer = regexp.MustCompile(`^peer (\S+): min RTT ([0-9.]+) (ms|µs)`)
+
+// hairpinRun records a short run over bed, paced at 1 Gbit/s per stream to
+// spare the shared machine, with no RTT declared; it returns the trace and
+// the connect time measured before it.
+func hairpinRun(t *testing.T, bed *testbed.Bed) (*trace.Run, time.Duration) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Streams, cfg.Duration, cfg.SockOpts.PacingRate = 2, 3*time.Second, units.Gbps
+	ct := minConnect(t, bed, 10)
+	_, run := mustRun(t, cfg, bed, "")
+	if _, ok := run.Manifest.Config["rtt_ns"]; ok {
+		t.Fatalf("manifest declares an RTT: %v", run.Manifest.Config)
+	}
+	return run, ct
+}
+
+// Ground truth: the path's round trip measured by the test (TCP connect
+// time) and the delay line's configured delay.
+//
+// A direct veth pair: the peer's min RTT is µs (below the 300 µs limit,
+// and at most the connect time): hairpin does not fire.
+//
+// The same run through a 2 ms-each-way delay line the run does not declare
+// (no bench --rtt): hairpin fires, naming peer B with a min RTT of at least
+// the line's 4 ms round trip and at most 1.1× the connect time, and equal
+// to the report's own figure for the peer (judged on min RTT, not the
+// loaded p50). Analysed again expecting the line's round trip (analyze
+// --expect-rtt 4ms) it does not fire.
+func TestVerdictHairpin(t *testing.T) {
+	requireBench(t, true)
+	t.Run("veth", func(t *testing.T) {
+		bed := testbedtest.New(t, testbed.Options{})
+		run, ct := hairpinRun(t, bed)
+		r := reanalyze(t, run, analysis.Options{})
+		floor := peerFloor(t, r, bed.B().Addr.String())
+		t.Logf("veth: connect %v, peer min RTT %d µs", ct, floor)
+		wantVerdict(t, r, analysis.RuleHairpin, analysis.NotFired)
+		if floor >= 300 || time.Duration(floor)*time.Microsecond > ct {
+			t.Errorf("peer min RTT %d µs, connect time %v: want under 300 µs and at most the connect time", floor, ct)
+		}
+	})
+	t.Run("undeclared delay", func(t *testing.T) {
+		const oneWay = 2 * time.Millisecond
+		bed := testbedtest.New(t, testbed.Options{Delay: oneWay, Sysctls: RTTSysctls})
+		run, ct := hairpinRun(t, bed)
+		r := reanalyze(t, run, analysis.Options{})
+		peer := bed.B().Addr.String()
+		floor := peerFloor(t, r, peer)
+		v := wantVerdict(t, r, analysis.RuleHairpin, analysis.Fired)
+		t.Logf("delay %v each way: connect %v, peer min RTT %d µs; evidence %q", oneWay, ct, floor, v.Evidence)
+		checkHairpinEvidence(t, v, peer, floor)
+		if us := float64(floor); us < float64((2*oneWay).Microseconds()) || us > 1.1*float64(ct.Microseconds()) {
+			t.Errorf("peer min RTT %d µs: want between the line's %v and 1.1× the connect time %v", floor, 2*oneWay, ct)
+		}
+		th := analysis.DefaultThresholds()
+		th.HairpinExpectRTT = 2 * oneWay
+		wantVerdict(t, reanalyze(t, run, analysis.Options{Thresholds: th}), analysis.RuleHairpin, analysis.NotFired)
+	})
+}
+
+// peerFloor returns the report's min RTT of peer (µs), failing without
+// enough samples to be judged.
+func peerFloor(t *testing.T, r *analysis.Report, peer string) uint32 {
+	t.Helper()
+	for _, p := range r.Peers {
+		if p.Peer == peer && p.RTT != nil && p.RTT.Samples >= analysis.DefaultThresholds().MinRTTSamples {
+			return p.RTT.FloorUs()
+		}
+	}
+	t.Fatalf("no peer %s with RTT samples in %+v", peer, r.Peers)
+	return 0
+}
+
+// checkHairpinEvidence checks the first evidence line names peer with
+// floor µs as printed (ms with two decimals).
+func checkHairpinEvidence(t *testing.T, v analysis.Verdict, peer string, floor uint32) {
+	t.Helper()
+	if len(v.Evidence) == 0 {
+		t.Fatal("hairpin fired without evidence")
+	}
+	m := hairpinPeer.FindStringSubmatch(v.Evidence[0])
+	if m == nil || m[1] != peer || m[3] != "ms" {
+		t.Fatalf("evidence %q does not name peer %s with a min RTT in ms", v.Evidence[0], peer)
+	}
+	ms, err := strconv.ParseFloat(m[2], 64)
+	if err != nil || math.Abs(ms*1000-float64(floor)) > 5 {
+		t.Errorf("evidence min RTT %s ms, report floor %d µs", m[2], floor)
+	}
+}
