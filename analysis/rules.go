@@ -281,7 +281,11 @@ func ruleHairpin(f *facts) Verdict {
 		return v
 	}
 	if len(far) == 0 {
-		v.Status, v.Summary = NotFired, fmt.Sprintf("all %d peers' min RTT <= %s (highest %s)", judged, fmtUs(limit), fmtUs(worst))
+		who := fmt.Sprintf("all %d peers' min RTT", judged)
+		if judged == 1 {
+			who = "the peer's min RTT"
+		}
+		v.Status, v.Summary = NotFired, fmt.Sprintf("%s <= %s (highest %s)", who, fmtUs(limit), fmtUs(worst))
 		return v
 	}
 	v.Evidence = append(far, "if these peers are not on-link (another region, a delay line), set --expect-rtt")

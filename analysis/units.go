@@ -84,10 +84,17 @@ func (u Units) FormatByteRate(bps float64) string {
 }
 
 // FormatBytes formats a byte count in MB (decimal) or MiB (binary), with
-// the unit.
+// the unit; below one MB (MiB) in KB (KiB), so small windows and BDPs do
+// not print as 0.00.
 func (u Units) FormatBytes(b float64) string {
 	if u == Binary {
+		if b < 1<<20 {
+			return fmt.Sprintf("%.2f KiB", b/(1<<10))
+		}
 		return fmt.Sprintf("%.2f MiB", b/(1<<20))
+	}
+	if b < 1e6 {
+		return fmt.Sprintf("%.2f KB", b/1e3)
 	}
 	return fmt.Sprintf("%.2f MB", b/1e6)
 }

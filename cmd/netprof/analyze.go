@@ -13,6 +13,7 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/analysis/htmlreport"
+	"github.com/netprof/netprof/cmd/netprof/internal/bench"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -177,5 +178,28 @@ func printReport(c *cli.Context, rep *analysis.Report) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep.JSON())
 	}
-	return rep.WriteText(c.App.Writer)
+	if err := rep.WriteText(c.App.Writer); err != nil {
+		return err
+	}
+	return writeBenchSummary(c.App.Writer, rep.Manifest)
+}
+
+// writeBenchSummary prints what a bench or sweep run recorded beside its
+// tables (manifest config.summary: CPU of both ends from /proc/stat and
+// getrusage, the peer, the phases, the socket options as they took), as
+// bench printed it at the end of the run. Other runs have none.
+func writeBenchSummary(w io.Writer, m trace.Manifest) error {
+	raw, ok := m.Config["summary"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return fmt.Errorf("manifest config.summary: %w", err)
+	}
+	var s bench.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("manifest config.summary: %w", err)
+	}
+	return s.WriteText(w)
 }
