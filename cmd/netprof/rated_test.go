@@ -77,4 +77,12 @@ func TestBenchRatedFlags(t *testing.T) {
 			t.Errorf("analyze %v: hairpin thresholds %q, want %q", c.args, h, c.hairpin)
 		}
 	}
+	// The text report of analyze ends with the summary bench printed (CPU
+	// of both ends from /proc/stat and getrusage, phases): the same lines.
+	_, text, _ := runBin(t, bin, nil, "analyze", out)
+	const head = "cpu over the measured intervals"
+	i, j := strings.Index(stdout, head), strings.Index(text, head)
+	if i < 0 || j < 0 || stdout[i:] != text[j:] {
+		t.Errorf("bench's summary (at %d) and analyze's (at %d) differ:\n%s\n---\n%s", i, j, stdout[max(i, 0):], text[max(j, 0):])
+	}
 }
