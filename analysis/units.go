@@ -2,8 +2,9 @@ package analysis
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/netprof/netprof/traffic/units"
 )
 
 // EthernetOverheadBytes is what every Ethernet frame costs on the wire
@@ -103,35 +104,19 @@ func (u Units) FormatBytes(b float64) string {
 // decimals, without the unit: 183.6e9 → "183.60".
 func FormatGbps(bps float64) string { return Decimal.FormatRate(bps) }
 
-// rateSuffixes maps a rate suffix (lower case) to bit/s.
-var rateSuffixes = []struct {
-	suffix string
-	mult   float64
-}{
-	{"tibit", 1 << 40}, {"gibit", 1 << 30}, {"mibit", 1 << 20}, {"kibit", 1 << 10},
-	{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3},
-	{"tbps", 1e12}, {"gbps", 1e9}, {"mbps", 1e6}, {"kbps", 1e3},
-	{"t", 1e12}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"bit", 1}, {"bps", 1},
-}
-
-// ParseRate parses a bit rate such as "80Gbit", "10Gbit/s", "25G",
-// "100Mbit" (decimal) or "171Gibit" (binary) and returns bit/s. A bare
-// number is bit/s. It returns an error for anything else or a rate <= 0.
+// ParseRate parses a bit rate the way the generator's flags do
+// (traffic/units.ParseRate: "80Gbit", "10Gbit/s", "25G", "100Mbit",
+// "1.25GB/s" decimal; "171Gibit" binary; a bare number is bit/s) and
+// returns bit/s. A rate <= 0 is an error.
 func ParseRate(s string) (float64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(t, "/s")
-	mult := 1.0
-	for _, r := range rateSuffixes {
-		if strings.HasSuffix(t, r.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, r.suffix)), r.mult
-			break
-		}
+	r, err := units.ParseRate(s)
+	if err != nil {
+		return 0, err
 	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad rate %q: want e.g. 10Gbit, 80Gbit/s, 100Mbit (decimal) or 171Gibit (binary)", s)
+	if r <= 0 {
+		return 0, fmt.Errorf("rate %q: must be positive", s)
 	}
-	return v * mult, nil
+	return float64(r), nil
 }
 
 // fmtRate formats bit/s with its unit: "9.60 Gbit/s".

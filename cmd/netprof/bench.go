@@ -202,9 +202,6 @@ func ratedFlags(c *cli.Context, cfg *bench.Config) error {
 		if err != nil {
 			return fmt.Errorf("--link-speed: %w", err)
 		}
-		if bps <= 0 {
-			return fmt.Errorf("--link-speed %q: must be positive", s)
-		}
 		cfg.LinkSpeedBps = bps
 	}
 	if c.IsSet("expect-rtt") && c.Duration("expect-rtt") <= 0 {
