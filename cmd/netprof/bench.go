@@ -12,6 +12,7 @@ import (
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/bench"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/units"
@@ -72,7 +73,7 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.BoolFlag{Name: "ipv6", Usage: "IPv6 on the local test bed (2001:2::/64), or a peer name's IPv6 address", EnvVars: []string{"NETPROF_IPV6"}},
 		&cli.BoolFlag{Name: "quiet", Usage: "no live line per interval on stderr", EnvVars: []string{"NETPROF_QUIET"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
-		&cli.StringFlag{Name: "probes", Value: "all", Usage: "probe groups to attach, comma-separated (all, or some of " + bench.ProbesHelp() + ")", EnvVars: []string{"NETPROF_PROBES"}},
+		&cli.StringFlag{Name: "probes", Value: "all", Usage: "probe groups to attach, comma-separated (all, or some of " + probeset.Help() + ")", EnvVars: []string{"NETPROF_PROBES"}},
 		&cli.StringFlag{Name: "link-speed", Usage: "rated link speed, e.g. 10Gbit, for the wire-bound verdict; recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 		&cli.BoolFlag{Name: "bpf-stats", Value: true, Usage: "kernel BPF run-time stats for the probes table (run count, ns/event); --bpf-stats=false saves ~1-2%", EnvVars: []string{"NETPROF_BPF_STATS"}},
@@ -177,7 +178,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		cfg.Live = c.App.ErrWriter
 	}
 	var err error
-	if cfg.Probes, err = bench.ParseProbes(c.String("probes")); err != nil {
+	if cfg.Probes, err = probeset.Parse(c.String("probes")); err != nil {
 		return cfg, fmt.Errorf("--probes: %w", err)
 	}
 	if cfg.Direction, err = direction(c); err != nil {

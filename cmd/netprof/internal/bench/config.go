@@ -44,7 +44,7 @@ type Config struct {
 	// (the probes table's run_count and run_time_ns; 0 without it). On by
 	// default; off saves the two clock reads per program run (1–2%).
 	BPFStats bool
-	// Probes selects the probe groups to attach (ProbeGroups, `--probes`);
+	// Probes selects the probe groups to attach (probeset.Groups, `--probes`);
 	// nil attaches all of them.
 	Probes []string
 	// RTT, when positive, joins the namespaces through netprof's

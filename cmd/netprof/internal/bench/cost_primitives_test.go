@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/traffic/testbed"
@@ -19,7 +20,7 @@ import (
 func primitiveSpecs(b testing.TB) []loader.Spec {
 	b.Helper()
 	empty := emptySpec(b, []string{"netdev"})
-	empty.Skip[bpf.EmptyProgNpE_tx] = notSelected
+	empty.Skip[bpf.EmptyProgNpE_tx] = probeset.NotSelected
 	cs, err := bpf.LoadPrimitives()
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/trace"
@@ -51,7 +52,7 @@ func emptySpec(b testing.TB, selected []string) loader.Spec {
 		skip = map[string]string{}
 		for prog, g := range emptyGroups {
 			if !slices.Contains(selected, g) {
-				skip[prog] = notSelected
+				skip[prog] = probeset.NotSelected
 			}
 		}
 	}
@@ -247,7 +248,7 @@ func mustRun(t testing.TB, cfg Config, bed *testbed.Bed, progs string) (*Result,
 	}
 	n := 0
 	for _, p := range run.Manifest.Probes {
-		if progs != "" && strings.HasPrefix(p.Name, progs) && p.Reason != notSelected {
+		if progs != "" && strings.HasPrefix(p.Name, progs) && p.Reason != probeset.NotSelected {
 			if n++; !p.Attached {
 				t.Fatalf("probe %s (%s) not attached: %s", p.Name, p.Hook, p.Reason)
 			}
@@ -283,7 +284,7 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 	// bench turns BPF stats on by default (--bpf-stats): the throughput
 	// runs measure the probes without them, the ns/event runs with them.
 	cfg.BPFStats = m == modeProbesStats
-	if cfg.Probes, err = ParseProbes(os.Getenv("NETPROF_COST_PROBES")); err != nil {
+	if cfg.Probes, err = probeset.Parse(os.Getenv("NETPROF_COST_PROBES")); err != nil {
 		b.Fatalf("NETPROF_COST_PROBES: %v", err)
 	}
 	s := costSample{progs: map[string]*progCost{}}

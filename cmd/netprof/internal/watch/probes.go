@@ -1,11 +1,9 @@
 package watch
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
@@ -16,11 +14,10 @@ import (
 
 // probes is every BPF probe watch loaded, with its samplers.
 type probes struct {
-	loaded  []*loader.Loaded
+	set     *probeset.Set
 	netdev  loader.Sampler // nil when not loaded
 	tcp     loader.Sampler
 	softirq loader.Sampler
-	stats   io.Closer
 	status  []trace.Probe
 }
 
@@ -33,45 +30,27 @@ func loadProbes(tr *ifaces.Tracker, log *slog.Logger) *probes {
 		ps.status = []trace.Probe{{Name: "all", Reason: err.Error()}}
 		return ps
 	}
-	if c, err := loader.EnableStats(); err == nil {
-		ps.stats = c
-	}
-	load := func(name string, spec loader.Spec, err error) *loader.Loaded {
-		if err == nil {
-			var l *loader.Loaded
-			if l, err = loader.Load(spec, log); err == nil && l.Attached() > 0 {
-				ps.loaded = append(ps.loaded, l)
-				ps.status = append(ps.status, l.Status...)
-				return l
-			} else if err == nil {
-				ps.status = append(ps.status, l.Status...)
-				l.Close()
-				return nil
-			}
-		}
-		log.Warn("probe not loaded", "probe", name, "err", err)
-		ps.status = append(ps.status, trace.Probe{Name: name, Reason: err.Error()})
-		return nil
-	}
+	ps.set = probeset.New(nil, true, log)
 	spec, err := netdev.Spec(netdev.Options{})
-	if l := load("netdev", spec, err); l != nil {
+	if l := ps.set.Load("netdev", spec, err); l != nil {
 		if r, err := netdev.NewReader(l); err == nil {
 			ps.netdev = netdev.NewSampler(r, tr.Scope)
 		}
 	}
 	spec, err = tcpstats.Spec(tcpstats.Options{})
-	if l := load("tcp", spec, err); l != nil {
+	if l := ps.set.Load("tcp", spec, err); l != nil {
 		if r, err := tcpstats.NewReader(l); err == nil {
 			netns := tr.Netns()
 			ps.tcp = tcpstats.NewSampler(r, func(n uint64) bool { return n == netns })
 		}
 	}
 	spec, err = softirq.Spec()
-	if l := load("softirq", spec, err); l != nil {
+	if l := ps.set.Load("softirq", spec, err); l != nil {
 		if r, err := softirq.NewReader(l); err == nil {
 			ps.softirq = softirq.NewSampler(r)
 		}
 	}
+	ps.status = ps.set.Status
 	return ps
 }
 
@@ -92,28 +71,16 @@ func (ps *probes) samplers(tr *ifaces.Tracker, fallback loader.Sampler) []loader
 	} else if fallback != nil {
 		out = append(out, fallback)
 	}
-	if len(ps.loaded) > 0 {
-		out = append(out, &loader.StatsSampler{Probes: ps.loaded})
+	if ps.set != nil && len(ps.set.Loaded) > 0 {
+		out = append(out, ps.set.Stats())
 	}
 	return out
 }
 
 // Close detaches every probe. It is idempotent.
 func (ps *probes) Close() error {
-	if ps == nil {
+	if ps == nil || ps.set == nil {
 		return nil
 	}
-	var errs []error
-	for _, l := range ps.loaded {
-		errs = append(errs, l.Close())
-	}
-	ps.loaded = nil
-	if ps.stats != nil {
-		errs = append(errs, ps.stats.Close())
-		ps.stats = nil
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close probes: %w", err)
-	}
-	return nil
+	return ps.set.Close()
 }

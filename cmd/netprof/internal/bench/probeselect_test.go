@@ -3,51 +3,13 @@ package bench
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/trace"
 )
-
-func TestParseProbes(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    []string
-		wantErr string
-	}{
-		{"", nil, ""},
-		{"all", nil, ""},
-		{"tcp", []string{"tcp"}, ""},
-		{" netdev , tcp,netdev", []string{"netdev", "tcp"}, ""},
-		{"tcp,bogus", nil, `unknown probe group "bogus": want all, or some of netdev,napi,softirq,tcp,sockstate`},
-	} {
-		got, err := ParseProbes(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || err.Error() != tc.wantErr {
-				t.Errorf("ParseProbes(%q) error %v, want %q", tc.in, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseProbes(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
-	}
-	// Every program of every probe belongs to exactly one group.
-	seen := map[string]bool{}
-	for _, g := range ProbeGroups {
-		for _, p := range g.Programs {
-			if seen[p] {
-				t.Errorf("program %s in two groups", p)
-			}
-			seen[p] = true
-		}
-	}
-	if len(seen) != 8 {
-		t.Errorf("%d programs in the groups, want the 8 attached programs", len(seen))
-	}
-}
 
 // With --probes tcp only the tcp programs attach: every other program is
 // in the manifest with the reason, the trace has RTT samples but no BPF
@@ -72,7 +34,7 @@ func TestBenchProbeSelection(t *testing.T) {
 	}
 	for _, p := range run.Manifest.Probes {
 		tcp := strings.HasPrefix(p.Name, "np_tcp_")
-		if p.Attached != tcp || (!tcp && p.Reason != notSelected) {
+		if p.Attached != tcp || (!tcp && p.Reason != probeset.NotSelected) {
 			t.Errorf("program %s: attached %v reason %q", p.Name, p.Attached, p.Reason)
 		}
 	}

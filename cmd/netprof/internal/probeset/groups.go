@@ -1,4 +1,4 @@
-package bench
+package probeset
 
 import (
 	"fmt"
@@ -9,19 +9,19 @@ import (
 	"github.com/netprof/netprof/loader"
 )
 
-// ProbeGroup is one name `bench --probes` takes: the BPF programs it
-// attaches and the figures they give.
-type ProbeGroup struct {
+// Group is one name `--probes` takes: the BPF programs it attaches and
+// the figures they give.
+type Group struct {
 	Name     string
 	Figures  string
 	Programs []string
 }
 
-// ProbeGroups lists every group `--probes` knows, in the order help
+// Groups lists every group `--probes` knows, in the order help
 // prints them. Leaving a group out saves its per-event cost (the probes
 // table of a run with BPF stats shows it, ns/event × events) and leaves
 // its figures n/a, with the reason "not selected (--probes)".
-var ProbeGroups = []ProbeGroup{
+var Groups = []Group{
 	{"netdev", "interface and per-flow bytes, segments, skbs; per-CPU rx packets (net:netif_receive_skb, net:net_dev_start_xmit)",
 		[]string{bpf.NetdevProgNpNdRx, bpf.NetdevProgNpNdTx}},
 	{"napi", "NAPI polls, work and budget exhaustion per CPU (napi:napi_poll)", []string{bpf.NetdevProgNpNdNapi}},
@@ -32,28 +32,28 @@ var ProbeGroups = []ProbeGroup{
 	{"sockstate", "TCP connection opens and closes (sock:inet_sock_set_state)", []string{bpf.SockstateProgNpSsState}},
 }
 
-// probeGroupNames returns the group names, comma-separated.
-func probeGroupNames() string {
-	names := make([]string, len(ProbeGroups))
-	for i, g := range ProbeGroups {
+// groupNames returns the group names, comma-separated.
+func groupNames() string {
+	names := make([]string, len(Groups))
+	for i, g := range Groups {
 		names[i] = g.Name
 	}
 	return strings.Join(names, ",")
 }
 
-// ProbesHelp describes the groups for --help.
-func ProbesHelp() string {
+// Help describes the groups for --help.
+func Help() string {
 	var b strings.Builder
-	for _, g := range ProbeGroups {
+	for _, g := range Groups {
 		fmt.Fprintf(&b, "%s: %s; ", g.Name, g.Figures)
 	}
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-// ParseProbes parses a --probes value: "all" (nil: every group) or a
+// Parse parses a --probes value: "all" (nil: every group) or a
 // comma-separated list of group names. An unknown name is an error that
 // lists the known ones.
-func ParseProbes(s string) ([]string, error) {
+func Parse(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "all" {
 		return nil, nil
@@ -61,8 +61,8 @@ func ParseProbes(s string) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.ContainsFunc(ProbeGroups, func(g ProbeGroup) bool { return g.Name == name }) {
-			return nil, fmt.Errorf("unknown probe group %q: want all, or some of %s", name, probeGroupNames())
+		if !slices.ContainsFunc(Groups, func(g Group) bool { return g.Name == name }) {
+			return nil, fmt.Errorf("unknown probe group %q: want all, or some of %s", name, groupNames())
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)
@@ -71,20 +71,20 @@ func ParseProbes(s string) ([]string, error) {
 	return out, nil
 }
 
-// notSelected is the reason recorded for a program --probes left out.
-const notSelected = "not selected (--probes)"
+// NotSelected is the reason recorded for a program --probes left out.
+const NotSelected = "not selected (--probes)"
 
-// skipPrograms returns the programs of the groups not in selected (nil
-// selects every group), each with the reason notSelected.
-func skipPrograms(selected []string) map[string]string {
+// Skip returns the programs of the groups not in selected (nil
+// selects every group), each with the reason NotSelected.
+func Skip(selected []string) map[string]string {
 	if selected == nil {
 		return nil
 	}
 	skip := map[string]string{}
-	for _, g := range ProbeGroups {
+	for _, g := range Groups {
 		if !slices.Contains(selected, g.Name) {
 			for _, p := range g.Programs {
-				skip[p] = notSelected
+				skip[p] = NotSelected
 			}
 		}
 	}
