@@ -20,6 +20,8 @@ type cpuWin struct {
 	maxShare                             float64
 	maxAt                                time.Time
 	intervals, busiest                   int
+	// proc sums the /proc/stat columns of the rows that have them.
+	proc procWin
 }
 
 // busiestAt is the largest NET_RX share of one interval and whose it is.
@@ -83,6 +85,7 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 	c.rxPkts += x.RxPackets
 	c.polls += x.NapiPolls
 	c.exh += x.NapiBudgetExhausted
+	c.proc.add(x)
 	c.intervals++
 	if share > c.maxShare || c.intervals == 1 {
 		c.maxShare, c.maxAt = share, x.Time
@@ -99,6 +102,7 @@ func (a *cpuAcc) finish(b *builder) {
 	r := b.r
 	if a.rows == 0 {
 		r.reasons[figCPU] = "no cpus rows: probes off"
+		r.reasons[figProcStat] = "no cpus rows (the /proc/stat columns are in them): probes off"
 		return
 	}
 	shares := make([]float64, 0, len(a.byInterval))
@@ -118,6 +122,7 @@ func (a *cpuAcc) finish(b *builder) {
 		r.reasons[figCPU] = "no cpus rows in the " + r.CPUWindow
 	}
 	r.Heat = a.heat.result()
+	a.finishProc(r)
 }
 
 // stat converts the accumulator to a CPUStat.
@@ -133,6 +138,7 @@ func (c *cpuWin) stat(cpu int) CPUStat {
 	if c.polls > 0 {
 		s.ExhaustedRatio = float64(c.exh) / float64(c.polls)
 	}
+	s.Proc, s.ProcMissing = c.proc.shares()
 	return s
 }
 

@@ -21,6 +21,7 @@ type JSONReport struct {
 	CPUs           []JSONCPU       `json:"cpus"`
 	BusiestCPU     *int            `json:"busiest_cpu"`
 	BusiestMedian  *float64        `json:"busiest_cpu_per_interval_median_pct"`
+	HostCPU        *JSONHostCPU    `json:"host_cpu"`
 	RTT            *JSONRTT        `json:"rtt"`
 	Peers          []JSONPeer      `json:"peers"`
 	Flows          []JSONFlow      `json:"flows"`
@@ -94,6 +95,19 @@ type JSONCPU struct {
 	NapiExhaustedPct  *float64 `json:"napi_budget_exhausted_pct"`
 	BusiestIntervals  int      `json:"busiest_intervals"`
 	IntervalsInWindow int      `json:"intervals"`
+	// ProcSoftirqPct and ProcBusyPct are /proc/stat shares of the CPU
+	// (cpus.proc_*: every softirq vector; all but idle, iowait, steal;
+	// tick-sampled), null when not recorded.
+	ProcSoftirqPct *float64 `json:"proc_stat_all_softirq_pct"`
+	ProcBusyPct    *float64 `json:"proc_stat_busy_pct"`
+}
+
+// JSONHostCPU is HostCPU: every CPU's /proc/stat time over the CPU window.
+type JSONHostCPU struct {
+	BusyPct    float64 `json:"proc_stat_busy_pct"`
+	SoftirqPct float64 `json:"proc_stat_all_softirq_pct"`
+	CPUs       int     `json:"cpus"`
+	TotalNs    uint64  `json:"proc_total_ns"`
 }
 
 // JSONRTT is RTTSummary with units in keys.

@@ -15,14 +15,14 @@ func (r *Report) JSON() JSONReport {
 		out.PrimaryCounter = r.PrimaryDir + " " + r.Primary.Counter
 	}
 	for _, c := range r.CPUs {
-		out.CPUs = append(out.CPUs, JSONCPU{CPU: c.CPU, NetRxSharePct: 100 * c.Share, NetTxSharePct: 100 * c.TxShare,
-			MaxIntervalPct: 100 * c.MaxShare, RxPackets: c.RxPackets, PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0),
-			NapiPolls: c.NapiPolls, NapiExhausted: c.NapiExhausted, NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0),
-			BusiestIntervals: c.BusiestIntervals, IntervalsInWindow: c.Intervals})
+		out.CPUs = append(out.CPUs, jsonCPU(c))
 	}
 	if r.BusiestCPU >= 0 && len(r.CPUs) > 0 {
 		b := r.BusiestCPU
 		out.BusiestCPU, out.BusiestMedian = &b, optF(100*r.BusiestMedianShare, false)
+	}
+	if h := r.HostCPU; h != nil {
+		out.HostCPU = &JSONHostCPU{BusyPct: 100 * h.Busy, SoftirqPct: 100 * h.Softirq, CPUs: h.CPUs, TotalNs: h.TotalNs}
 	}
 	out.RTT = jsonRTT(r.RTT)
 	for _, p := range r.Peers {
@@ -34,6 +34,17 @@ func (r *Report) JSON() JSONReport {
 	for _, v := range r.Verdicts {
 		out.Verdicts = append(out.Verdicts, JSONVerdict{Rule: v.Rule, Status: string(v.Status), Summary: v.Summary,
 			Evidence: append([]string{}, v.Evidence...), Thresholds: append([]string{}, v.Thresholds...)})
+	}
+	return out
+}
+
+func jsonCPU(c CPUStat) JSONCPU {
+	out := JSONCPU{CPU: c.CPU, NetRxSharePct: 100 * c.Share, NetTxSharePct: 100 * c.TxShare,
+		MaxIntervalPct: 100 * c.MaxShare, RxPackets: c.RxPackets, PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0),
+		NapiPolls: c.NapiPolls, NapiExhausted: c.NapiExhausted, NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0),
+		BusiestIntervals: c.BusiestIntervals, IntervalsInWindow: c.Intervals}
+	if p := c.Proc; p != nil {
+		out.ProcSoftirqPct, out.ProcBusyPct = optF(100*p.Softirq, false), optF(100*p.Busy, false)
 	}
 	return out
 }

@@ -72,6 +72,11 @@ type Thresholds struct {
 	// GB grew at least this many times (2).
 	CompareFlat       float64
 	CompareRetxFactor float64
+	// HostBusy: the host is CPU-bound when its CPUs' /proc/stat busy time
+	// (sum of cpus.proc_busy_ns over sum of proc_total_ns, every CPU, the
+	// CPU window; steal not busy) is at least this fraction (0.90); the
+	// sender/application-limited verdict then says the sender is CPU-bound.
+	HostBusy float64
 }
 
 // DefaultThresholds returns the thresholds documented on Thresholds.
@@ -80,7 +85,7 @@ func DefaultThresholds() Thresholds {
 		SoftirqShare: 0.90, NapiExhausted: 0.50, WireFraction: 0.90, FlatCV: 0.05,
 		RetxHigh: 0.005, WindowRatio: 0.80, WindowFlows: 0.50, AppLimitedRatio: 0.50,
 		HairpinExpectRTT: 150 * time.Microsecond, HairpinFactor: 2, MinRTTSamples: 10,
-		CompareFlat: 0.05, CompareRetxFactor: 2,
+		CompareFlat: 0.05, CompareRetxFactor: 2, HostBusy: 0.90,
 	}
 }
 
@@ -103,6 +108,7 @@ func (t Thresholds) withDefaults() Thresholds {
 	fill(&t.HairpinFactor, d.HairpinFactor)
 	fill(&t.CompareFlat, d.CompareFlat)
 	fill(&t.CompareRetxFactor, d.CompareRetxFactor)
+	fill(&t.HostBusy, d.HostBusy)
 	if t.HairpinExpectRTT == 0 {
 		t.HairpinExpectRTT = d.HairpinExpectRTT
 	}

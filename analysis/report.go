@@ -95,6 +95,35 @@ type CPUStat struct {
 	// Intervals is the number of cpus rows of this CPU in the window;
 	// BusiestIntervals how many of them it had the largest NET_RX share.
 	Intervals, BusiestIntervals int
+	// Proc is the CPU's /proc/stat time over the window (every softirq
+	// vector, busy); nil when its rows there lack the proc_* columns or
+	// /proc/stat did not advance (the reason is ProcMissing).
+	Proc        *ProcShares
+	ProcMissing string
+}
+
+// ProcShares are /proc/stat time shares (cpus.proc_* columns, USER_HZ
+// ticks: 10 ms resolution per CPU per interval, tick-sampled), fractions
+// of sum(proc_total_ns) of the rows that have the columns.
+type ProcShares struct {
+	// Softirq is sum(proc_softirq_ns) / sum(proc_total_ns): every softirq
+	// vector (TIMER, NET_TX, NET_RX, TASKLET, HRTIMER, RCU, ...), where
+	// CPUStat.Share is NET_RX alone.
+	Softirq float64
+	// Busy is sum(proc_busy_ns) / sum(proc_total_ns): all but idle,
+	// iowait and steal.
+	Busy float64
+	// TotalNs is sum(proc_total_ns); Intervals the rows that had them.
+	TotalNs   uint64
+	Intervals int
+}
+
+// HostCPU is the /proc/stat time of every CPU with proc_* columns over the
+// CPU window: mpstat's "all" line.
+type HostCPU struct {
+	ProcShares
+	// CPUs is how many CPUs had the columns.
+	CPUs int
 }
 
 // CPUHeat is the NET_RX softirq share per CPU over time (for plots), with
@@ -194,6 +223,10 @@ type Report struct {
 	BusiestMedianShare float64
 	// Heat is the per-CPU NET_RX share over the whole run; nil without rows.
 	Heat *CPUHeat
+	// HostCPU is every CPU's /proc/stat time over CPUWindow added up; nil
+	// when no cpus row there has the proc_* columns (the reason is
+	// reasons[figProcStat]).
+	HostCPU *HostCPU
 
 	// RTT summarises all flows' RTT; nil when no row has rtt_samples > 0.
 	RTT *RTTSummary
@@ -237,6 +270,7 @@ type Report struct {
 // Figure names used as keys for missing-data reasons.
 const (
 	figCPU      = "cpu"
+	figProcStat = "procstat"
 	figRTT      = "rtt"
 	figSndRetx  = "sender_retx"
 	figFlowRetx = "flow_retx"

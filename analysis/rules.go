@@ -56,11 +56,14 @@ func cpuEvidence(r *Report) []string {
 	var out []string
 	for _, c := range r.CPUs {
 		if c.CPU == r.BusiestCPU {
-			out = append(out, fmt.Sprintf("busiest CPU %d: NET_RX softirq %s of the %s (cpus.net_rx_softirq_ns / interval_ns), max interval %s",
-				c.CPU, pct(c.Share), r.CPUWindow, pct(c.MaxShare)))
+			out = append(out, fmt.Sprintf("busiest CPU %d: NET_RX softirq %s of the %s (cpus.net_rx_softirq_ns / interval_ns), max interval %s%s",
+				c.CPU, pct(c.Share), r.CPUWindow, pct(c.MaxShare), allSoftirq(c)))
 			out = append(out, fmt.Sprintf("busiest CPU per interval: median share %s; CPU %d busiest in %d of %d intervals",
 				pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals))
 		}
+	}
+	if m := mostSoftirq(r.CPUs); m != nil && m.CPU != r.BusiestCPU {
+		out = append(out, fmt.Sprintf("most softirq of every vector: CPU %d at %s (/proc/stat; NET_RX %s)", m.CPU, pct(m.Proc.Softirq), pct(m.Share)))
 	}
 	if len(r.CPUs) > 1 {
 		out = append(out, fmt.Sprintf("mean over the %d CPUs: NET_RX softirq %s (a machine-wide average hides one busy core)",
@@ -78,14 +81,31 @@ func meanShare(cs []CPUStat) float64 {
 	return sum / float64(len(cs))
 }
 
-// busiestShare formats the busiest CPU's share.
-func busiestShare(r *Report) string {
-	for _, c := range r.CPUs {
-		if c.CPU == r.BusiestCPU {
-			return fmt.Sprintf("CPU %d at %s", c.CPU, pct(c.Share))
-		}
+// busiestCore formats the busiest CPU's NET_RX share with its share of
+// every softirq vector when known.
+func busiestCore(r *Report) string {
+	if c := busiestStat(r); c != nil {
+		return busiestShare(r) + " NET_RX" + allSoftirq(*c)
 	}
 	return "n/a"
+}
+
+// busiestShare formats the busiest CPU's share.
+func busiestShare(r *Report) string {
+	if c := busiestStat(r); c != nil {
+		return fmt.Sprintf("CPU %d at %s", c.CPU, pct(c.Share))
+	}
+	return "n/a"
+}
+
+// busiestStat returns the busiest CPU's figures, or nil.
+func busiestStat(r *Report) *CPUStat {
+	for i := range r.CPUs {
+		if r.CPUs[i].CPU == r.BusiestCPU {
+			return &r.CPUs[i]
+		}
+	}
+	return nil
 }
 
 // ruleWire: steady state >= WireFraction of the rated link speed.
@@ -134,7 +154,7 @@ func ruleRateLimited(f *facts) Verdict {
 		f.linkEvidence(),
 	}
 	if f.hasCPU {
-		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestShare(r))
+		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestCore(r))
 	} else {
 		v.Evidence = append(v.Evidence, "no cpus rows: a saturated core cannot be ruled out")
 	}
@@ -300,6 +320,7 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 	v := Verdict{Rule: RuleSender, Thresholds: []string{
 		"median sending flow at <= " + pct(th.AppLimitedRatio) + " of window / srtt (window as in window/BDP-limited)",
 		"no CPU at >= " + pct(th.SoftirqShare) + " NET_RX softirq, not wire-bound, retransmits < " + pct(th.RetxHigh),
+		"host CPUs >= " + pct(th.HostBusy) + " busy (/proc/stat, all CPUs, " + orDash(r.CPUWindow) + "): the sender is CPU-bound",
 	}}
 	if len(f.send) == 0 {
 		v.Status, v.Summary = Skipped, "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
@@ -317,7 +338,7 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 	v.Evidence = []string{fmt.Sprintf("sending flows used a median %s of their window: windows allow %s in total, flows moved %s (steady state)",
 		pct(med), fmtRate(u, window), fmtRate(u, actual))}
 	if f.hasCPU {
-		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestShare(r))
+		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestCore(r), hostCPUEvidence(r))
 	}
 	high := r.Retx.SegmentsSent > 0 && r.Retx.Fraction >= th.RetxHigh
 	switch {
@@ -325,6 +346,9 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 		v.Status, v.Summary = NotFired, "sending flows fill their window"
 	case f.sat || wire || limiter || high:
 		v.Status, v.Summary = NotFired, "another limit applies (saturated core, wire, retransmits)"
+	case f.cpuBound:
+		v.Status, v.Summary = Fired, fmt.Sprintf("the host's CPUs were %s busy (/proc/stat, %s): the sender is CPU-bound on this host "+
+			"and did not fill its window (application, TCP stack and softirq work share those CPUs)", pct(r.HostCPU.Busy), r.CPUWindow)
 	default:
 		v.Status, v.Summary = Fired, "the sender did not fill its window: the application (or its CPU, or the receiver's window) set the pace"
 	}

@@ -14,8 +14,8 @@ func (r *Report) writeCPUs(p *printer) {
 		p.line("  %s", na(r.reason(figCPU, "no cpus rows: probes off")))
 		return
 	}
-	rows := [][]string{{"  cpu", "NET_RX %", "NET_TX %", "max interval NET_RX %", "rx packets", "ns/packet",
-		"NAPI budget exhausted %", "busiest in"}}
+	rows := [][]string{{"  cpu", "NET_RX %", "all softirq % (/proc/stat)", "busy % (/proc/stat)", "NET_TX %",
+		"max interval NET_RX %", "rx packets", "ns/packet", "NAPI budget exhausted %", "busiest in"}}
 	for _, c := range r.CPUs {
 		cost, exh := na("no packets"), na("no polls")
 		if c.RxPackets > 0 {
@@ -25,16 +25,25 @@ func (r *Report) writeCPUs(p *printer) {
 			exh = fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)
 		}
 		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), fmt.Sprintf("%.1f", c.Share*100),
-			fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100), fmt.Sprint(c.RxPackets),
+			procCell(c, false), procCell(c, true), fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100), fmt.Sprint(c.RxPackets),
 			cost, exh, fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
 	}
 	p.table(rows)
 	p.line("  %% = softirq ns / interval ns; ns/packet = net_rx_softirq_ns / rx_packets; exhausted = napi_budget_exhausted / napi_polls")
+	p.line("  NET_RX %% is exact for one softirq vector (BPF irq:softirq_entry/exit); all softirq %% and busy %% are /proc/stat " +
+		"(what mpstat shows: tick-sampled, 10 ms resolution; softirq of every vector: TIMER, HRTIMER, TASKLET, NET_TX, NET_RX, RCU, ...; " +
+		"busy = all but idle, iowait, steal), so all softirq - NET_RX is softirq work outside NET_RX (e.g. TCP pacing/TSQ transmit)")
+	if r.HostCPU == nil {
+		p.line("  all softirq %% and busy %%: %s", na(r.reason(figProcStat, noProcColumns)))
+	}
 	for _, c := range r.CPUs {
 		if c.CPU == r.BusiestCPU {
-			p.line("  busiest CPU: %d (%.1f%% of the %s in NET_RX softirq); per interval the busiest CPU's share has median %s, CPU %d busiest in %d of %d intervals",
-				c.CPU, c.Share*100, r.CPUWindow, pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals)
+			p.line("  busiest CPU: %d (NET_RX softirq %.1f%% of the %s%s); per interval the busiest CPU's share has median %s, CPU %d busiest in %d of %d intervals",
+				c.CPU, c.Share*100, r.CPUWindow, allSoftirq(c), pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals)
 		}
+	}
+	if h := r.HostCPU; h != nil {
+		p.line("  host, all %d CPUs (/proc/stat, %s): busy %s, softirq of every vector %s", h.CPUs, r.CPUWindow, pct(h.Busy), pct(h.Softirq))
 	}
 }
 

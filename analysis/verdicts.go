@@ -79,6 +79,8 @@ type facts struct {
 	// sat: some CPU's NET_RX share (or the per-interval busiest share's
 	// median) reached SoftirqShare; hasCPU: cpus rows exist.
 	sat, hasCPU bool
+	// cpuBound: the host's CPUs were at least HostBusy busy (/proc/stat).
+	cpuBound bool
 	// send are the sending flows with a window-limited and a steady rate.
 	send []FlowSummary
 }
@@ -103,6 +105,7 @@ func newFacts(r *Report, th Thresholds) *facts {
 		f.sat = f.sat || c.Share >= th.SoftirqShare
 	}
 	f.sat = f.sat || (f.hasCPU && r.BusiestMedianShare >= th.SoftirqShare)
+	f.cpuBound = r.HostCPU != nil && r.HostCPU.Busy >= th.HostBusy
 	for _, fl := range sendingFlows(r.Flows) {
 		if fl.WindowBps > 0 && fl.SteadyBps > 0 {
 			f.send = append(f.send, fl)
@@ -140,11 +143,12 @@ func evaluate(r *Report, th Thresholds) []Verdict {
 	vs := []Verdict{ruleSoftirq(f), ruleWire(f)}
 	vs = append(vs, ruleRateLimited(f), ruleWindow(f, vs[1].Fired()), ruleStorage(f), ruleHairpin(f))
 	vs = append(vs, ruleSender(f, vs[1].Fired(), vs[2].Fired()))
-	return append(vs, ruleInconclusive(vs))
+	return append(vs, ruleInconclusive(f, vs))
 }
 
-// ruleInconclusive fires when no other rule did, listing what was missing.
-func ruleInconclusive(vs []Verdict) Verdict {
+// ruleInconclusive fires when no other rule did, listing what was missing
+// and, when the host's CPUs were busy, that they may be the ceiling.
+func ruleInconclusive(f *facts, vs []Verdict) Verdict {
 	v := Verdict{Rule: RuleInconclusive, Status: Fired,
 		Summary: "no rule's conditions hold: the trace does not say where the ceiling is"}
 	for _, x := range vs {
@@ -159,6 +163,8 @@ func ruleInconclusive(vs []Verdict) Verdict {
 	}
 	if v.Status != Fired {
 		v.Evidence = nil
+	} else if f.cpuBound {
+		v.Evidence = append(v.Evidence, hostCPUEvidence(f.r)+": the host's CPUs may be the ceiling")
 	}
 	return v
 }

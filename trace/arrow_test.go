@@ -54,6 +54,43 @@ func TestArrowReadsFlows(t *testing.T) {
 	}
 }
 
+// TestArrowReadsCPUs reads cpus.parquet with Arrow: the /proc/stat
+// columns are nullable uint64, null where the row had none.
+func TestArrowReadsCPUs(t *testing.T) {
+	dir, ivs := recordRun(t, 5, trace.WithFlushEvery(2))
+	tbl := readArrowTable(t, filepath.Join(dir, trace.CPUsFile))
+	defer tbl.Release()
+
+	var want []trace.CPURow
+	for _, iv := range ivs {
+		want = append(want, iv.CPUs...)
+	}
+	if tbl.NumRows() != int64(len(want)) {
+		t.Fatalf("arrow read %d rows, wrote %d", tbl.NumRows(), len(want))
+	}
+	sch := tbl.Schema()
+	wantType(t, sch, "cpu", arrow.PrimitiveTypes.Int32)
+	wantType(t, sch, "net_rx_softirq_ns", arrow.PrimitiveTypes.Uint64)
+	cols := map[string]func(r *trace.CPURow) *uint64{
+		"proc_softirq_ns": func(r *trace.CPURow) *uint64 { return r.ProcSoftirqNs },
+		"proc_busy_ns":    func(r *trace.CPURow) *uint64 { return r.ProcBusyNs },
+		"proc_total_ns":   func(r *trace.CPURow) *uint64 { return r.ProcTotalNs },
+	}
+	for name, get := range cols {
+		wantType(t, sch, name, arrow.PrimitiveTypes.Uint64)
+		if fs, _ := sch.FieldsByName(name); !fs[0].Nullable {
+			t.Errorf("%s: not nullable", name)
+		}
+		a := column[*array.Uint64](t, tbl, name)
+		for i := range want {
+			w := get(&want[i])
+			if a.IsNull(i) != (w == nil) || (w != nil && a.Value(i) != *w) {
+				t.Errorf("row %d %s: null=%t %d, want %v", i, name, a.IsNull(i), a.Value(i), w)
+			}
+		}
+	}
+}
+
 func readArrowTable(t *testing.T, path string) arrow.Table {
 	t.Helper()
 	rdr, err := file.OpenParquetFile(path, false)

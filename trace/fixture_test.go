@@ -73,6 +73,8 @@ func cpuRow(t time.Time, ns int64, cpu int32, i int) trace.CPURow {
 	return trace.CPURow{
 		Time: t, IntervalNs: ns, CPU: cpu, NetRxSoftirqNs: 1000 + u, NetRxSoftirqCount: 11 + u,
 		NetTxSoftirqNs: 12 + u, NetTxSoftirqCount: 13 + u, RxPackets: 14 + u, RxBytes: 15 + u,
+		ProcSoftirqNs: opt(i%2 == 0, 20_000_000+u), ProcBusyNs: opt(i%2 == 0, 990_000_000+u),
+		ProcTotalNs: opt(i%2 == 0, uint64(ns)),
 	}
 }
 

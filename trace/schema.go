@@ -67,10 +67,12 @@ type IfaceRow struct {
 	BpfTxWireBytes *uint64 `parquet:"bpf_tx_wire_bytes,optional"`
 }
 
-// CPURow is one CPU × interval, from the softirq and netif_receive_skb
-// probes. NET_RX/NET_TX softirq time is apportioned to the interval in which
-// it ran (a softirq still running at the interval end contributes the part
-// already elapsed), so NetRxSoftirqNs <= IntervalNs.
+// CPURow is one CPU × interval, from the softirq, netif_receive_skb and
+// napi_poll probes (rows exist only when one of them ran), with the same
+// CPU's /proc/stat times beside them (proc_*). NET_RX/NET_TX softirq time
+// is apportioned to the interval in which it ran (a softirq still running
+// at the interval end contributes the part already elapsed), so
+// NetRxSoftirqNs <= IntervalNs.
 type CPURow struct {
 	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
 	IntervalNs int64     `parquet:"interval_ns"`
@@ -89,6 +91,32 @@ type CPURow struct {
 	NapiPolls           uint64 `parquet:"napi_polls"`
 	NapiPackets         uint64 `parquet:"napi_packets"`
 	NapiBudgetExhausted uint64 `parquet:"napi_budget_exhausted"`
+
+	// proc_* are this CPU's time in the interval by the kernel's own CPU
+	// accounting: the delta of its "cpuN" line of /proc/stat (what mpstat
+	// and sar show), read by the recorder in the same tick as the BPF
+	// counters. /proc/stat counts USER_HZ ticks (10 ms per CPU at the
+	// usual USER_HZ 100), so each value is a multiple of 10 ms; with tick
+	// CPU accounting the kernel also charges each of its own ticks whole to
+	// the mode the CPU is in when the tick fires, so a figure is a sample,
+	// exact only to about a tick per CPU per interval (idle time is exact
+	// with NO_HZ). Null when /proc/stat was not read (netprof watch and
+	// blob, traces from before these columns, /proc/stat unreadable, or
+	// the CPU missing from either read); all three are null or set
+	// together.
+	//
+	// ProcSoftirqNs is the softirq column: time in every softirq vector
+	// (HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL, TASKLET, SCHED,
+	// HRTIMER, RCU), ksoftirqd's included, so it is at least the NET_RX
+	// time above up to tick sampling.
+	ProcSoftirqNs *uint64 `parquet:"proc_softirq_ns,optional"`
+	// ProcBusyNs is user + nice + system + irq + softirq (guest time is
+	// inside user and nice): everything but idle, iowait and steal (steal,
+	// time the hypervisor ran something else, is not counted as busy).
+	ProcBusyNs *uint64 `parquet:"proc_busy_ns,optional"`
+	// ProcTotalNs is every mode: busy + idle + iowait + steal, about
+	// interval_ns (within the tick resolution).
+	ProcTotalNs *uint64 `parquet:"proc_total_ns,optional"`
 }
 
 // FlowRow is one flow × interval, as seen in one network namespace on one

@@ -73,6 +73,11 @@ func (s Scenario) cpus(i int, end time.Time, ns int64, segs uint64) []trace.CPUR
 			row.RxPackets, row.RxBytes, row.NapiPolls, row.NapiPackets = segs, segs*uint64(s.MSS), polls, segs
 			row.NapiBudgetExhausted = uint64(s.NapiExhausted * float64(polls))
 		}
+		if s.ProcStat != nil {
+			soft, busy := s.ProcStat(i, c)
+			sn, bn, tn := uint64(soft*float64(ns)), uint64(busy*float64(ns)), uint64(ns)
+			row.ProcSoftirqNs, row.ProcBusyNs, row.ProcTotalNs = &sn, &bn, &tn
+		}
 		out = append(out, row)
 	}
 	return out

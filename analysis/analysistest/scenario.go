@@ -45,6 +45,10 @@ type Scenario struct {
 	CPUs          int
 	Softirq       func(i, cpu int) float64
 	NapiExhausted float64
+	// ProcStat, when set, returns CPU c's /proc/stat softirq (every
+	// vector) and busy shares of interval i: the cpus rows get proc_*
+	// columns (proc_total_ns = interval_ns); nil leaves them null.
+	ProcStat func(i, cpu int) (softirq, busy float64)
 	// RTTMinUs is the min RTT (default 40 µs) and RTTP50Us the p50 of
 	// interval i (default 2 × RTTMinUs); srtt is the p50.
 	RTTMinUs uint32

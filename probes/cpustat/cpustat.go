@@ -35,6 +35,12 @@ func (t Times) Total() time.Duration {
 	return t.User + t.Nice + t.System + t.Idle + t.IOWait + t.IRQ + t.SoftIRQ + t.Steal
 }
 
+// Busy returns the time in every mode but Idle, IOWait and Steal: user,
+// nice, system, irq and softirq (guest time is inside user and nice).
+func (t Times) Busy() time.Duration {
+	return t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ
+}
+
 // Sub returns t - u per mode.
 func (t Times) Sub(u Times) Times {
 	return Times{
@@ -57,6 +63,22 @@ type Sample struct {
 	// ProcessUser and ProcessSystem are this process's own CPU time
 	// (getrusage RUSAGE_SELF: every thread, including exited ones).
 	ProcessUser, ProcessSystem time.Duration
+}
+
+// CPUDelta returns CPU cpu's time from a to b (b taken after a). ok is
+// false when the CPU is missing from either sample (offline, or beyond the
+// lines /proc/stat listed) or one of its counters went backwards.
+func CPUDelta(a, b Sample, cpu int) (d Times, ok bool) {
+	if cpu < 0 || cpu >= len(a.CPUs) || cpu >= len(b.CPUs) || a.CPUs[cpu].Total() == 0 || b.CPUs[cpu].Total() == 0 {
+		return Times{}, false
+	}
+	d = b.CPUs[cpu].Sub(a.CPUs[cpu])
+	for _, v := range []time.Duration{d.User, d.Nice, d.System, d.Idle, d.IOWait, d.IRQ, d.SoftIRQ, d.Steal, d.Guest, d.GuestNice} {
+		if v < 0 {
+			return Times{}, false
+		}
+	}
+	return d, true
 }
 
 // Read takes a Sample. It returns an error if /proc/stat cannot be read or

@@ -174,3 +174,26 @@ func TestClockTick(t *testing.T) {
 		t.Errorf("clockTick() = %v, want 1s/%d", tk, hz)
 	}
 }
+
+// CPUDelta gives one CPU's time between two readings, and refuses a CPU
+// missing from either (offline: no cpuN line) or whose counters went back.
+func TestCPUDelta(t *testing.T) {
+	tick := 10 * time.Millisecond
+	a, err := parseStat([]byte("cpu 1 0 1 1 0 0 1 0\ncpu0 1 0 1 1 0 0 1 0\ncpu2 5 0 5 5 0 0 5 0\n"), tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := parseStat([]byte("cpu 9 0 9 9 0 0 9 0\ncpu0 3 1 4 10 2 1 6 1\ncpu1 1 1 1 1 1 1 1 1\ncpu2 4 0 5 5 0 0 5 0\n"), tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := CPUDelta(a, b, 0)
+	if !ok || d.SoftIRQ != 5*tick || d.Busy() != (2+1+3+1+5)*tick || d.Total() != (2+1+3+9+2+1+5+1)*tick {
+		t.Errorf("cpu0: %+v ok=%t; want softirq 50ms, busy 120ms (steal, idle, iowait out), total 240ms", d, ok)
+	}
+	for cpu, why := range map[int]string{1: "absent from the first reading", 2: "user went back", 3: "absent from both", -1: "negative"} {
+		if _, ok := CPUDelta(a, b, cpu); ok {
+			t.Errorf("cpu %d (%s): ok", cpu, why)
+		}
+	}
+}

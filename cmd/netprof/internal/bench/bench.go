@@ -216,9 +216,12 @@ func status(ctx context.Context, err error) string {
 // transfer records while the driver runs the connected streams to their
 // end, then completes the summary.
 func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, samplers []loader.Sampler, res *Result, log *slog.Logger) error {
-	tl := newTimeline(cfg)
-	// The timeline comes last: it marks the traffic rows with their phase.
-	samplers = append(samplers, &trafficSampler{sources: []func() []traffic.StreamSample{d.samples}}, tl)
+	cpu := &procStatSampler{}
+	tl := newTimeline(cfg, cpu)
+	// /proc/stat right after the BPF samplers, so it fills their cpus rows
+	// with figures of the same interval; the timeline comes last: it marks
+	// the traffic rows with their phase and takes the CPU figures.
+	samplers = append(samplers, cpu, &trafficSampler{sources: []func() []traffic.StreamSample{d.samples}}, tl)
 	lv := newLive(cfg.Live, d)
 	rec := &loader.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log,
 		OnInterval: func(end time.Time, iv *trace.Interval) {

@@ -10,15 +10,15 @@ import (
 // timeline is the run's local intervals as the recorder wrote them, with
 // their phase and this host's CPU use. It is also the last sampler of each
 // interval: it marks the interval's traffic rows with their phase and
-// reads /proc/stat and getrusage. Only the recorder's goroutine uses it
-// while the recorder runs.
+// takes the interval's /proc/stat and getrusage figures from cpu (which
+// read them earlier in the same tick). Only the recorder's goroutine uses
+// it while the recorder runs.
 type timeline struct {
 	warmup, measured, cooldown time.Duration
 	t0                         time.Time // traffic start (the recorder's start)
 
-	prev  cpustat.Sample
-	cpuOK bool
-	ivs   []localInterval
+	cpu *procStatSampler
+	ivs []localInterval
 }
 
 // localInterval is one recorded interval.
@@ -34,19 +34,15 @@ type localInterval struct {
 	sent, received uint64
 }
 
-func newTimeline(cfg Config) *timeline {
-	return &timeline{warmup: cfg.Warmup, measured: cfg.Duration, cooldown: cfg.Cooldown}
+func newTimeline(cfg Config, cpu *procStatSampler) *timeline {
+	return &timeline{warmup: cfg.Warmup, measured: cfg.Duration, cooldown: cfg.Cooldown, cpu: cpu}
 }
 
 // Name implements loader.Sampler.
 func (tl *timeline) Name() string { return "phases and /proc/stat" }
 
-// Baseline takes the first CPU sample.
-func (tl *timeline) Baseline() error {
-	s, err := cpustat.Read()
-	tl.prev, tl.cpuOK = s, err == nil
-	return nil // CPU figures are optional: missing ones say so
-}
+// Baseline implements loader.Sampler (the CPU baseline is cpu's).
+func (tl *timeline) Baseline() error { return nil }
 
 // start sets the instant the traffic started.
 func (tl *timeline) start(t0 time.Time) { tl.t0 = t0 }
@@ -64,7 +60,7 @@ func (tl *timeline) phaseAt(mid time.Time) string {
 }
 
 // Sample marks iv's traffic rows with the interval's phase and records the
-// interval. It runs after the traffic sampler.
+// interval. It runs after the traffic and /proc/stat samplers.
 func (tl *timeline) Sample(iv *trace.Interval, ns int64) error {
 	now := time.Now()
 	li := localInterval{end: now, ns: ns, phase: tl.phaseAt(now.Add(-time.Duration(ns) / 2))}
@@ -78,12 +74,7 @@ func (tl *timeline) Sample(iv *trace.Interval, ns int64) error {
 			li.received += r.AppBytes
 		}
 	}
-	if tl.cpuOK {
-		if s, err := cpustat.Read(); err == nil {
-			li.cpu, li.cpuOK = cpustat.Delta(tl.prev, s), true
-			tl.prev = s
-		}
-	}
+	li.cpu, li.cpuOK = tl.cpu.usage()
 	tl.ivs = append(tl.ivs, li)
 	return nil
 }

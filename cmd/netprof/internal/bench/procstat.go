@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/trace"
+)
+
+// readCPU takes a /proc/stat and getrusage reading (a variable so that a
+// test can bracket each reading with its own).
+var readCPU = cpustat.Read
+
+// procStatSampler reads /proc/stat (and getrusage) once per interval, in
+// the recorder's tick right after the BPF samplers: it fills the proc_*
+// columns of the interval's cpus rows and keeps the interval's host and
+// process CPU use for the timeline. It adds no cpus rows of its own: the
+// rows' BPF columns are not nullable, so a row it made (--no-bpf, or no
+// probe group that counts per CPU) would claim 0 ns of NET_RX softirq;
+// such runs keep their /proc/stat figures in the manifest's
+// cpu_intervals. Only the recorder's goroutine uses it.
+type procStatSampler struct {
+	prev cpustat.Sample
+	ok   bool // prev is a reading
+	// last is the usage over the latest interval; lastOK false when it
+	// was not measured (no reading at its start or end).
+	last   cpustat.Usage
+	lastOK bool
+}
+
+// Name implements loader.Sampler.
+func (s *procStatSampler) Name() string { return "/proc/stat" }
+
+// Baseline takes the first reading. A failure is not the run's: CPU
+// figures are optional (null, with their reason, when missing), and the
+// next Sample starts over.
+func (s *procStatSampler) Baseline() error {
+	var err error
+	s.prev, err = readCPU()
+	s.ok, s.lastOK = err == nil, false
+	return nil
+}
+
+// Sample implements loader.Sampler: it fills the proc_* columns of iv's
+// cpus rows with each CPU's time since the previous reading.
+func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
+	s.lastOK = false
+	cur, err := readCPU()
+	if err != nil {
+		s.ok = false
+		return err
+	}
+	prev, ok := s.prev, s.ok
+	s.prev, s.ok = cur, true
+	if !ok {
+		return nil
+	}
+	s.last, s.lastOK = cpustat.Delta(prev, cur), true
+	for i := range iv.CPUs {
+		fillProcStat(&iv.CPUs[i], prev, cur)
+	}
+	return nil
+}
+
+// fillProcStat sets row's proc_* columns from its CPU's /proc/stat times
+// between a and b; they stay null when that CPU is missing from either.
+func fillProcStat(row *trace.CPURow, a, b cpustat.Sample) {
+	d, ok := cpustat.CPUDelta(a, b, int(row.CPU))
+	if !ok {
+		return
+	}
+	soft, busy, total := uint64(d.SoftIRQ), uint64(d.Busy()), uint64(d.Total())
+	row.ProcSoftirqNs, row.ProcBusyNs, row.ProcTotalNs = &soft, &busy, &total
+}
+
+// usage returns the host and process CPU use over the latest interval.
+func (s *procStatSampler) usage() (cpustat.Usage, bool) { return s.last, s.lastOK }
