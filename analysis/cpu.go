@@ -118,6 +118,9 @@ func (a *cpuAcc) finish(b *builder) {
 	}
 	sort.Slice(r.CPUs, func(i, j int) bool { return r.CPUs[i].CPU < r.CPUs[j].CPU })
 	r.BusiestCPU = busiest(r.CPUs)
+	if why, down := r.programDown("np_si_entry"); down {
+		r.SoftirqOff = "np_si_entry not attached: " + why
+	}
 	if len(r.CPUs) == 0 {
 		r.reasons[figCPU] = "no cpus rows in the " + r.CPUWindow
 	}

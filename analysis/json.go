@@ -85,9 +85,9 @@ type JSONWindows struct {
 // JSONCPU is one CPU's softirq load over the CPU window.
 type JSONCPU struct {
 	CPU               int      `json:"cpu"`
-	NetRxSharePct     float64  `json:"net_rx_softirq_pct"`
-	NetTxSharePct     float64  `json:"net_tx_softirq_pct"`
-	MaxIntervalPct    float64  `json:"net_rx_softirq_max_interval_pct"`
+	NetRxSharePct     *float64 `json:"net_rx_softirq_pct"` // null when the softirq probe did not run (Report.SoftirqOff)
+	NetTxSharePct     *float64 `json:"net_tx_softirq_pct"`
+	MaxIntervalPct    *float64 `json:"net_rx_softirq_max_interval_pct"`
 	RxPackets         uint64   `json:"rx_packets"`
 	PacketCostNs      *float64 `json:"net_rx_ns_per_packet"`
 	NapiPolls         uint64   `json:"napi_polls"`

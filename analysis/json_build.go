@@ -15,7 +15,7 @@ func (r *Report) JSON() JSONReport {
 		out.PrimaryCounter = r.PrimaryDir + " " + r.Primary.Counter
 	}
 	for _, c := range r.CPUs {
-		out.CPUs = append(out.CPUs, jsonCPU(c))
+		out.CPUs = append(out.CPUs, jsonCPU(c, r.SoftirqOff != ""))
 	}
 	if r.BusiestCPU >= 0 && len(r.CPUs) > 0 {
 		b := r.BusiestCPU
@@ -38,10 +38,11 @@ func (r *Report) JSON() JSONReport {
 	return out
 }
 
-func jsonCPU(c CPUStat) JSONCPU {
-	out := JSONCPU{CPU: c.CPU, NetRxSharePct: 100 * c.Share, NetTxSharePct: 100 * c.TxShare,
-		MaxIntervalPct: 100 * c.MaxShare, RxPackets: c.RxPackets, PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0),
-		NapiPolls: c.NapiPolls, NapiExhausted: c.NapiExhausted, NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0),
+func jsonCPU(c CPUStat, softirqOff bool) JSONCPU {
+	out := JSONCPU{CPU: c.CPU, NetRxSharePct: optF(100*c.Share, softirqOff), NetTxSharePct: optF(100*c.TxShare, softirqOff),
+		MaxIntervalPct: optF(100*c.MaxShare, softirqOff), RxPackets: c.RxPackets,
+		PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0 || softirqOff || c.PacketCostNs == 0),
+		NapiPolls:    c.NapiPolls, NapiExhausted: c.NapiExhausted, NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0),
 		BusiestIntervals: c.BusiestIntervals, IntervalsInWindow: c.Intervals}
 	if p := c.Proc; p != nil {
 		out.ProcSoftirqPct, out.ProcBusyPct = optF(100*p.Softirq, false), optF(100*p.Busy, false)

@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/netprof/netprof/analysis/analysistest"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -39,5 +41,41 @@ func TestIsPeer(t *testing.T) {
 		if got := isPeer(addr); got != want {
 			t.Errorf("isPeer(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// With the softirq probe not selected its columns hold 0: the report must
+// print n/a with the manifest's reason (text and JSON), not 0%, and the
+// softirq rule judges on NAPI alone.
+func TestSoftirqProbeNotSelected(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 6, RateBps: flat(10e9), CPUs: 2, Softirq: hot(0.95)}
+	m := s.Manifest()
+	m.Probes = append(m.Probes, trace.Probe{Name: "np_si_entry", Hook: "irq:softirq_entry", Reason: "not selected (--probes)"})
+	ifaces, cpus, flows, tr := s.Tables()
+	for i := range cpus {
+		cpus[i].NetRxSoftirqNs, cpus[i].NetTxSoftirqNs = 0, 0
+	}
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: tr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SoftirqOff != "np_si_entry not attached: not selected (--probes)" {
+		t.Errorf("SoftirqOff %q", r.SoftirqOff)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "NET_RX %, NET_TX %, ns/packet: n/a (np_si_entry not attached: not selected (--probes))") {
+		t.Errorf("text lacks the n/a line:\n%s", b.String())
+	}
+	for _, c := range r.JSON().CPUs {
+		if c.NetRxSharePct != nil || c.PacketCostNs != nil {
+			t.Errorf("cpu %d: JSON NET_RX %v ns/packet %v, want null", c.CPU, c.NetRxSharePct, c.PacketCostNs)
+		}
+	}
+	v := r.Verdict(RuleSoftirq)
+	if v.Fired() || !strings.Contains(strings.Join(v.Evidence, "\n"), "judged on NAPI budget exhaustion only") {
+		t.Errorf("softirq-bound %s: %s %q", v.Status, v.Summary, v.Evidence)
 	}
 }

@@ -235,7 +235,11 @@ type Report struct {
 	// Flows holds every flow, largest (tx+rx bytes) first; Peers every
 	// remote unicast address (multicast and :: are not peers), by bytes.
 	Flows []FlowSummary
-	Peers []PeerSummary
+	// SoftirqOff says why NET_RX/NET_TX softirq time is unknown although
+	// cpus rows exist (the softirq probe was not selected or not
+	// attached: its columns then hold 0); "" when the probe ran.
+	SoftirqOff string
+	Peers      []PeerSummary
 	// BDP is the bandwidth-delay product and streams-needed estimate.
 	BDP BDP
 
@@ -301,6 +305,17 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// programDown returns the manifest's reason when program name is listed
+// and not attached.
+func (r *Report) programDown(name string) (string, bool) {
+	for _, p := range r.Manifest.Probes {
+		if p.Name == name && !p.Attached {
+			return orDash(p.Reason), true
+		}
+	}
+	return "", false
 }
 
 // probesOff explains BPF figures that are missing because the programs

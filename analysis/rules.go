@@ -20,6 +20,10 @@ func ruleSoftirq(f *facts) Verdict {
 		v.Status, v.Summary = Skipped, r.reason(figCPU, "no cpus rows: probes off")
 		return v
 	}
+	if r.SoftirqOff != "" && !napiSeen(r.CPUs) {
+		v.Status, v.Summary = Skipped, "no NET_RX softirq time or NAPI polls ("+r.SoftirqOff+")"
+		return v
+	}
 	var hot, napi []string
 	for _, c := range r.CPUs {
 		if c.Share >= th.SoftirqShare {
@@ -29,13 +33,19 @@ func ruleSoftirq(f *facts) Verdict {
 			napi = append(napi, fmt.Sprintf("CPU %d (%s of %d polls)", c.CPU, pct(c.ExhaustedRatio), c.NapiPolls))
 		}
 	}
-	v.Evidence = append(v.Evidence, cpuEvidence(r)...)
+	if r.SoftirqOff != "" {
+		v.Evidence = append(v.Evidence, "NET_RX softirq time n/a ("+r.SoftirqOff+"): judged on NAPI budget exhaustion only")
+	} else {
+		v.Evidence = append(v.Evidence, cpuEvidence(r)...)
+	}
 	if len(napi) > 0 {
 		v.Evidence = append(v.Evidence, fmt.Sprintf("NAPI budget exhausted on %v", napi))
 	}
 	below, _ := f.belowRated()
 	v.Evidence = append(v.Evidence, f.linkEvidence())
 	switch {
+	case !f.sat && len(napi) == 0 && r.SoftirqOff != "":
+		v.Status, v.Summary = NotFired, "no CPU kept exhausting its NAPI budget (NET_RX softirq time n/a)"
 	case !f.sat && len(napi) == 0:
 		v.Status, v.Summary = NotFired, fmt.Sprintf("no CPU saturated by NET_RX softirq (busiest %s)", busiestShare(r))
 	case !below:
@@ -353,4 +363,14 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 		v.Status, v.Summary = Fired, "the sender did not fill its window: the application (or its CPU, or the receiver's window) set the pace"
 	}
 	return v
+}
+
+// napiSeen reports whether any CPU has NAPI polls (the napi probe ran).
+func napiSeen(cs []CPUStat) bool {
+	for _, c := range cs {
+		if c.NapiPolls > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -17,16 +17,12 @@ func (r *Report) writeCPUs(p *printer) {
 	rows := [][]string{{"  cpu", "NET_RX %", "all softirq % (/proc/stat)", "busy % (/proc/stat)", "NET_TX %",
 		"max interval NET_RX %", "rx packets", "ns/packet", "NAPI budget exhausted %", "busiest in"}}
 	for _, c := range r.CPUs {
-		cost, exh := na("no packets"), na("no polls")
-		if c.RxPackets > 0 {
-			cost = fmt.Sprintf("%.0f", c.PacketCostNs)
+		rx, tx, maxRx := fmt.Sprintf("%.1f", c.Share*100), fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100)
+		if r.SoftirqOff != "" {
+			rx, tx, maxRx = "n/a", "n/a", "n/a"
 		}
-		if c.NapiPolls > 0 {
-			exh = fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)
-		}
-		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), fmt.Sprintf("%.1f", c.Share*100),
-			procCell(c, false), procCell(c, true), fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100), fmt.Sprint(c.RxPackets),
-			cost, exh, fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), rx, procCell(c, false), procCell(c, true), tx, maxRx,
+			fmt.Sprint(c.RxPackets), packetCostCell(c, r.SoftirqOff != ""), exhaustedCell(c), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
 	}
 	p.table(rows)
 	p.line("  %% = softirq ns / interval ns; ns/packet = net_rx_softirq_ns / rx_packets; exhausted = napi_budget_exhausted / napi_polls")
@@ -36,8 +32,11 @@ func (r *Report) writeCPUs(p *printer) {
 	if r.HostCPU == nil {
 		p.line("  all softirq %% and busy %%: %s", na(r.reason(figProcStat, noProcColumns)))
 	}
+	if r.SoftirqOff != "" {
+		p.line("  NET_RX %%, NET_TX %%, ns/packet: %s", na(r.SoftirqOff))
+	}
 	for _, c := range r.CPUs {
-		if c.CPU == r.BusiestCPU {
+		if c.CPU == r.BusiestCPU && r.SoftirqOff == "" {
 			p.line("  busiest CPU: %d (NET_RX softirq %.1f%% of the %s%s); per interval the busiest CPU's share has median %s, CPU %d busiest in %d of %d intervals",
 				c.CPU, c.Share*100, r.CPUWindow, allSoftirq(c), pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals)
 		}
@@ -235,4 +234,25 @@ func dashIf0(v float64, s string) string {
 		return "-"
 	}
 	return s
+}
+
+// packetCostCell is a CPU's NET_RX ns per packet, or n/a with why.
+func packetCostCell(c CPUStat, softirqOff bool) string {
+	switch {
+	case softirqOff:
+		return "n/a"
+	case c.RxPackets == 0:
+		return na("no packets")
+	case c.PacketCostNs == 0:
+		return na("no NET_RX time: received outside softirq")
+	}
+	return fmt.Sprintf("%.0f", c.PacketCostNs)
+}
+
+// exhaustedCell is a CPU's NAPI budget exhaustion, or n/a without polls.
+func exhaustedCell(c CPUStat) string {
+	if c.NapiPolls == 0 {
+		return na("no polls")
+	}
+	return fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)
 }

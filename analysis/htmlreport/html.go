@@ -88,9 +88,16 @@ func tables(r *analysis.Report) []table {
 	if len(r.CPUs) > 0 {
 		t := table{Caption: "Per-CPU softirq over the " + r.CPUWindow,
 			Head: []string{"cpu", "NET_RX %", "NET_TX %", "max interval NET_RX %", "rx packets", "ns/packet", "NAPI exhausted %", "busiest in"}}
+		if r.SoftirqOff != "" {
+			t.Caption += " (NET_RX/NET_TX n/a: " + r.SoftirqOff + ")"
+		}
 		for _, c := range r.CPUs {
-			t.Rows = append(t.Rows, []string{fmt.Sprint(c.CPU), f1(100 * c.Share), f1(100 * c.TxShare), f1(100 * c.MaxShare),
-				fmt.Sprint(c.RxPackets), f1(c.PacketCostNs), f1(100 * c.ExhaustedRatio), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+			rx, tx, maxRx, cost := f1(100*c.Share), f1(100*c.TxShare), f1(100*c.MaxShare), f1(c.PacketCostNs)
+			if r.SoftirqOff != "" {
+				rx, tx, maxRx, cost = "n/a", "n/a", "n/a", "n/a"
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprint(c.CPU), rx, tx, maxRx,
+				fmt.Sprint(c.RxPackets), cost, f1(100 * c.ExhaustedRatio), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
 		}
 		out = append(out, t)
 	}
