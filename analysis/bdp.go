@@ -66,7 +66,7 @@ func (b *builder) bdp() {
 		d.TargetBps, d.TargetSource = r.RatedBps, "rated link speed ("+r.RatedSource+")"
 	}
 	d.TargetBytes = d.TargetBps / 8 * rtt.Seconds()
-	d.SocketWindow = configNumber(socketOptions(r.Manifest.Config)["window_bytes"])
+	d.SocketWindow = float64(ConfigInt(socketOptions(r.Manifest.Config), "window_bytes"))
 	d.PerStreamBps = medianOf(send, func(f FlowSummary) float64 { _, bps := d.windowOf(f); return bps })
 	d.PerStreamWindow = medianOf(send, func(f FlowSummary) float64 { w, _ := d.windowOf(f); return w })
 	d.SrttUs = medianOf(send, func(f FlowSummary) float64 { return float64(f.SrttUs) })
@@ -104,20 +104,6 @@ func (d *BDP) windowRatio(f FlowSummary) float64 {
 func socketOptions(cfg map[string]any) map[string]any {
 	so, _ := cfg["socket_options"].(map[string]any)
 	return so
-}
-
-// configNumber returns a manifest config number (float64 when read from
-// JSON, an integer when set in process), or 0.
-func configNumber(v any) float64 {
-	switch v := v.(type) {
-	case float64:
-		return v
-	case int64:
-		return float64(v)
-	case int:
-		return float64(v)
-	}
-	return 0
 }
 
 // gaps fills each direction's application-vs-wire gap.

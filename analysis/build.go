@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/netprof/netprof/trace"
@@ -243,11 +244,42 @@ func (b *builder) noteManifest() {
 	if st := b.r.Manifest.Status; st != "" && st != trace.StatusOK {
 		b.r.note("run status: " + st)
 	}
+	var unselected []string
 	for _, p := range b.r.Manifest.Probes {
-		if !p.Attached {
+		switch {
+		case p.Attached:
+		case p.Reason == trace.ReasonNotSelected:
+			unselected = append(unselected, p.Name)
+		default:
 			b.r.note(fmt.Sprintf("probe %s (%s) not attached: %s", p.Name, p.Hook, orDash(p.Reason)))
 		}
 	}
+	if len(unselected) > 0 {
+		b.r.note("probes " + trace.ReasonNotSelected + ": " + strings.Join(unselected, ", ") + "; their figures are n/a")
+	}
+	b.noteDelayLine()
+}
+
+// noteDelayLine notes a bench --rtt run whose delay line released packets
+// late (manifest config delay_line: it was CPU-bound): RTT under load then
+// reads above the asked RTT; the minimum RTT is not affected.
+func (b *builder) noteDelayLine() {
+	dl, ok := b.r.Manifest.Config["delay_line"].(map[string]any)
+	if !ok {
+		return
+	}
+	var pkts, late, maxLate int64
+	for _, dir := range []string{"a_to_b", "b_to_a"} {
+		d, _ := dl[dir].(map[string]any)
+		pkts, late = pkts+ConfigInt(d, "packets"), late+ConfigInt(d, "late_packets")
+		maxLate = max(maxLate, ConfigInt(d, "max_late_ns"))
+	}
+	if pkts == 0 || late == 0 {
+		return
+	}
+	b.r.note(fmt.Sprintf("delay line (bench --rtt): %d of %d packets (%s) released late, up to %s late (manifest config delay_line): "+
+		"the line was CPU-bound, so RTT under load (p50, p99, srtt) reads above the asked RTT; min RTT is not affected",
+		late, pkts, pct(float64(late)/float64(pkts)), fmtUs(float64(maxLate)/1e3)))
 }
 
 // setRated sets the rated link speed from Options, else the run's own

@@ -275,7 +275,7 @@ func ruleStorage(f *facts) Verdict {
 // injectedRTTUs returns the RTT a bench --rtt run injected (manifest config
 // rtt_ns), in µs; 0 when none.
 func injectedRTTUs(cfg map[string]any) float64 {
-	return configNumber(cfg["rtt_ns"]) / 1e3
+	return float64(ConfigInt(cfg, "rtt_ns")) / 1e3
 }
 
 // ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link

@@ -48,3 +48,7 @@ type Probe struct {
 	// error, --no-bpf); empty when attached.
 	Reason string `json:"reason,omitempty"`
 }
+
+// ReasonNotSelected is Probe.Reason of a program the run's `--probes`
+// selection left out (not a failure).
+const ReasonNotSelected = "not selected (--probes)"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/trace"
 )
 
 // Group is one name `--probes` takes: the BPF programs it attaches and
@@ -72,7 +73,7 @@ func Parse(s string) ([]string, error) {
 }
 
 // NotSelected is the reason recorded for a program --probes left out.
-const NotSelected = "not selected (--probes)"
+const NotSelected = trace.ReasonNotSelected
 
 // Skip returns the programs of the groups not in selected (nil
 // selects every group), each with the reason NotSelected.

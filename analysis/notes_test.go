@@ -79,3 +79,35 @@ func TestSoftirqProbeNotSelected(t *testing.T) {
 		t.Errorf("softirq-bound %s: %s %q", v.Status, v.Summary, v.Evidence)
 	}
 }
+
+// A delay line that released packets late is noted with its counts; a
+// --probes selection is one note, not one per program.
+func TestNotesDelayLineAndSelection(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 6, RateBps: flat(1e9)}
+	m := s.Manifest()
+	m.Config["delay_line"] = map[string]any{
+		"a_to_b": map[string]any{"packets": float64(900), "late_packets": float64(300), "max_late_ns": float64(2.5e6)},
+		"b_to_a": map[string]any{"packets": float64(100), "late_packets": float64(0), "max_late_ns": float64(0)},
+	}
+	m.Probes = append(m.Probes,
+		trace.Probe{Name: "np_nd_rx", Reason: trace.ReasonNotSelected}, trace.Probe{Name: "np_nd_tx", Reason: trace.ReasonNotSelected},
+		trace.Probe{Name: "np_tcp_retrans", Reason: "tracepoint missing"})
+	ifaces, cpus, flows, tr := s.Tables()
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: tr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{
+		"delay line (bench --rtt): 300 of 1000 packets (30.0%) released late, up to 2.50 ms late",
+		"probes not selected (--probes): np_nd_rx, np_nd_tx; their figures are n/a",
+		"probe np_tcp_retrans () not attached: tracepoint missing",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Count(notes, "np_nd_rx") != 1 {
+		t.Errorf("np_nd_rx noted more than once:\n%s", notes)
+	}
+}
