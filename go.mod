@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/apache/arrow-go/v18 v18.7.0
 	github.com/cilium/ebpf v0.22.0
-	github.com/dustin/go-humanize v1.1.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/vishvananda/netlink v1.3.1

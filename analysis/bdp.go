@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 
@@ -28,10 +29,16 @@ type BDP struct {
 	// flight at most, whatever its snd_cwnd (BBR's is twice what it
 	// sends), so it caps each flow's window (windowOf).
 	SocketWindow float64
-	// PerStreamBps is the median window-limited rate of the sending flows
-	// (window × 8 / srtt); PerStreamWindow the median window (snd_cwnd ×
-	// mss, or SocketWindow when smaller), bytes; SrttUs the median srtt
-	// (µs).
+	// PerStreamFlow is the median sending flow by window-limited rate
+	// (windowOf; of an even count the lower of the two middle flows), as
+	// "local -> remote"; "" when no sending flow has one. PerStreamBps,
+	// PerStreamWindow and SrttUs are that one flow's own steady-state
+	// figures, so they multiply out: PerStreamWindow × 8 / SrttUs =
+	// PerStreamBps. PerStreamWindow is its time-averaged snd_cwnd × mss,
+	// or SocketWindow when smaller (bytes); SrttUs its steady-state srtt
+	// (FlowSummary.SteadySrttUs, µs); PerStreamBps its window-limited rate
+	// (bit/s).
+	PerStreamFlow   string
 	PerStreamBps    float64
 	PerStreamWindow float64
 	SrttUs          float64
@@ -67,9 +74,11 @@ func (b *builder) bdp() {
 	}
 	d.TargetBytes = d.TargetBps / 8 * rtt.Seconds()
 	d.SocketWindow = float64(ConfigInt(socketOptions(r.Manifest.Config), "window_bytes"))
-	d.PerStreamBps = medianOf(send, func(f FlowSummary) float64 { _, bps := d.windowOf(f); return bps })
-	d.PerStreamWindow = medianOf(send, func(f FlowSummary) float64 { w, _ := d.windowOf(f); return w })
-	d.SrttUs = medianOf(send, func(f FlowSummary) float64 { return float64(f.SrttUs) })
+	if m, ok := d.medianFlow(send); ok {
+		d.PerStreamFlow = m.Src + " -> " + m.Dst
+		d.PerStreamWindow, d.PerStreamBps = d.windowOf(m)
+		d.SrttUs = m.SteadySrttUs
+	}
 	switch {
 	case d.TargetBps == 0:
 		d.Missing = "no target: give --target or --link-speed (or a rated speed in the manifest)"
@@ -78,6 +87,33 @@ func (b *builder) bdp() {
 	default:
 		d.Streams = int(math.Ceil(d.TargetBps / d.PerStreamBps))
 	}
+}
+
+// medianFlow returns the sending flow whose window-limited rate
+// (windowOf) is the median of those that have one: the lower middle of an
+// even count, so the figures printed are one real flow's.
+func (d *BDP) medianFlow(send []FlowSummary) (FlowSummary, bool) {
+	var fs []FlowSummary
+	for _, f := range send {
+		if _, bps := d.windowOf(f); bps > 0 && f.SteadySrttUs > 0 {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		return FlowSummary{}, false
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		_, a := d.windowOf(fs[i])
+		_, b := d.windowOf(fs[j])
+		return a < b
+	})
+	return fs[(len(fs)-1)/2], true
+}
+
+// capped reports whether the --window socket buffer, not snd_cwnd × mss,
+// is f's window.
+func (d *BDP) capped(f FlowSummary) bool {
+	return d.SocketWindow > 0 && f.WindowBytes > d.SocketWindow
 }
 
 // windowOf returns the window a sending flow can keep in flight (bytes)
@@ -106,9 +142,55 @@ func socketOptions(cfg map[string]any) map[string]any {
 	return so
 }
 
+// IP + TCP header bytes per segment: IPv4 20 / IPv6 40, TCP 20, and the
+// 12-byte timestamps option Linux uses by default.
+const (
+	ipv4TCPHeaderBytes = 20 + 20
+	ipv6TCPHeaderBytes = 40 + 20
+	tcpTimestampsBytes = 12
+)
+
+// segmentHeader returns the IP + TCP header of a full segment and how it
+// was found. When MTU − MSS is the family's header (with or without
+// timestamps) the MSS follows from the MTU and that difference is the
+// header; otherwise (an MSS clamped below the MTU, bench --mss, or
+// loopback's odd MSS) the family's header with timestamps is assumed.
+func segmentHeader(mtu, mss int, family uint8) (int, string) {
+	base, name := ipv4TCPHeaderBytes, "IPv4 20 + TCP 20"
+	if family == 6 {
+		base, name = ipv6TCPHeaderBytes, "IPv6 40 + TCP 20"
+	}
+	if h := mtu - mss; h == base || h == base+tcpTimestampsBytes {
+		return h, "MTU - MSS"
+	}
+	return base + tcpTimestampsBytes, name + " + 12 timestamps (MSS not derived from the MTU)"
+}
+
+// Cause explains the expected gap: the headers and framing of one full
+// segment.
+func (g *HeaderGap) Cause() string {
+	if g.ExpectedPct == 0 {
+		return "L2-L4 headers per segment (MTU or MSS unknown, expectation not computed)"
+	}
+	if g.NoL2 {
+		return fmt.Sprintf("headers at MTU %d / MSS %d: %d B IP+TCP (%s) per full segment, no Ethernet header or framing (TUN device) = %.2f%% expected",
+			g.MTU, g.MSS, g.HeaderBytes, g.HeaderSource, g.ExpectedPct)
+	}
+	return fmt.Sprintf("headers at MTU %d / MSS %d: %d B IP+TCP (%s) + %d B Ethernet + %d B preamble/SFD/FCS/gap per full segment = %.2f%% expected",
+		g.MTU, g.MSS, g.HeaderBytes, g.HeaderSource, g.L2Bytes, g.FramingBytes, g.ExpectedPct)
+}
+
 // gaps fills each direction's application-vs-wire gap.
 func (b *builder) gaps() {
-	mss := int(medianOf(sendingFlows(b.r.Flows), func(f FlowSummary) float64 { return float64(f.MSS) }))
+	send := sendingFlows(b.r.Flows)
+	mss := int(medianOf(send, func(f FlowSummary) float64 { return float64(f.MSS) }))
+	family := uint8(4)
+	for _, f := range send {
+		if f.MSS > 0 {
+			family = f.Family
+			break
+		}
+	}
 	for _, d := range []*Direction{&b.r.Rx, &b.r.Tx} {
 		app, wire := d.Rate(CounterApp), d.Rate(CounterWire)
 		if app == nil || wire == nil || app.W == nil || wire.W == nil || wire.W.TotalBytes == 0 {
@@ -119,10 +201,15 @@ func (b *builder) gaps() {
 				d.Name, app.W.TotalBytes, wire.W.TotalBytes, d.Iface))
 			continue
 		}
-		g := &HeaderGap{AppBytes: app.W.TotalBytes, WireBytes: wire.W.TotalBytes, MTU: d.IfaceMTU, MSS: mss}
+		g := &HeaderGap{AppBytes: app.W.TotalBytes, WireBytes: wire.W.TotalBytes, MTU: d.IfaceMTU, MSS: mss, NoL2: d.NoL2}
 		g.Pct = (float64(g.WireBytes) - float64(g.AppBytes)) / float64(g.WireBytes) * 100
 		if g.MTU > 0 && g.MSS > 0 {
-			g.ExpectedPct = (1 - float64(g.MSS)/float64(g.MTU+EthernetHeaderBytes+EthernetOverheadBytes)) * 100
+			g.HeaderBytes, g.HeaderSource = segmentHeader(g.MTU, g.MSS, family)
+			if !g.NoL2 {
+				g.L2Bytes, g.FramingBytes = EthernetHeaderBytes, EthernetOverheadBytes
+			}
+			seg := g.MSS + g.HeaderBytes + g.L2Bytes + g.FramingBytes
+			g.ExpectedPct = (1 - float64(g.MSS)/float64(seg)) * 100
 		}
 		d.Gap = g
 	}

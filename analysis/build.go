@@ -205,6 +205,9 @@ func (b *builder) finish() {
 	b.gaps()
 	b.bdp()
 	r.Verdicts = evaluate(r, b.th)
+	if f := newFacts(r, b.th); f.ratedTooLow() {
+		r.note("rated link speed looks wrong: " + f.ratedWarning())
+	}
 	b.noteProbesOff()
 	b.noteManifest()
 	b.notePhases()

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-
-	"github.com/dustin/go-humanize"
+	"time"
 )
 
 // CompareRow is one run of a comparison (e.g. one point of a sweep).
@@ -14,6 +13,14 @@ type CompareRow struct {
 	// the manifest's config (0 when absent).
 	Dir                string
 	Streams, BlockSize int64
+	// Window is the socket buffer a bench run set (--window, manifest
+	// config socket_options.window_bytes; 0 when not set) and Autotuned
+	// says a bench run left it to the kernel's autotuning; RTT is the
+	// delay line's round trip a bench run asked (--rtt, config rtt_ns; 0
+	// none). A sweep's window and RTT runs are told apart by these.
+	Window    int64
+	Autotuned bool
+	RTT       time.Duration
 	// SteadyBps is Primary's steady state (bit/s, 0 unknown) and
 	// SteadyLabel its counter.
 	SteadyBps   float64
@@ -53,6 +60,10 @@ func CompareRowOf(r *Report) CompareRow {
 	row := CompareRow{Dir: r.Dir, Streams: ConfigInt(r.Manifest.Config, "streams"),
 		BlockSize: ConfigInt(r.Manifest.Config, "block_size"), RetxPerGB: math.NaN(), RetxFraction: math.NaN(),
 		BusiestCPU: -1, Verdicts: r.FiredVerdicts()}
+	cfg := r.Manifest.Config
+	row.Window = ConfigInt(socketOptions(cfg), "window_bytes")
+	row.Autotuned = row.Window <= 0 && configString(cfg, "command") == "bench"
+	row.RTT = time.Duration(ConfigInt(cfg, "rtt_ns"))
 	if w := r.steady(); w != nil {
 		row.SteadyBps, row.SteadyLabel = w.SteadyBps, r.PrimaryDir+" "+r.Primary.Counter
 	}
@@ -162,10 +173,20 @@ func intOrDash(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// bytesOrDash formats a byte size in IEC units (128 KiB), or "-" for 0.
+// windowText formats a row's socket buffer: the size, "auto" (kernel
+// autotuning) or "-" (not a bench run).
+func (r CompareRow) windowText() string {
+	if r.Autotuned {
+		return "auto"
+	}
+	return bytesOrDash(r.Window)
+}
+
+// bytesOrDash formats a byte size in binary units (128 KiB), or "-"
+// for 0.
 func bytesOrDash(n int64) string {
 	if n <= 0 {
 		return "-"
 	}
-	return humanize.IBytes(uint64(n))
+	return fmtSize(n)
 }

@@ -13,8 +13,16 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	p := &printer{w: w}
 	u := c.Units
 	p.line("netprof compare (%d runs; steady state in %s, retransmits counted on the sender)", len(c.Rows), u.RateUnitLong())
-	rows := [][]string{{"run", "streams", "block size", "steady state", "counter", "sender retx", "retx per GB",
-		"busiest CPU NET_RX %", "verdicts"}}
+	withRTT := false
+	for _, r := range c.Rows {
+		withRTT = withRTT || r.RTT > 0
+	}
+	head := []string{"run", "streams", "block size", "window"}
+	if withRTT {
+		head = append(head, "rtt")
+	}
+	rows := [][]string{append(head, "steady state", "counter", "sender retx", "retx per GB",
+		"busiest CPU NET_RX %", "verdicts")}
 	for _, r := range c.Rows {
 		steady, retx, perGB, cpu := na("no steady state"), na("not recorded"), "-", "-"
 		if r.SteadyBps > 0 {
@@ -29,8 +37,16 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		if r.BusiestCPU >= 0 {
 			cpu = fmt.Sprintf("%.1f (CPU %d)", 100*r.BusiestShare, r.BusiestCPU)
 		}
-		rows = append(rows, []string{r.Dir, intOrDash(r.Streams), bytesOrDash(r.BlockSize), steady,
-			orDash(r.SteadyLabel), retx, perGB, cpu, orDash(strings.Join(r.Verdicts, ", "))})
+		row := []string{r.Dir, intOrDash(r.Streams), bytesOrDash(r.BlockSize), r.windowText()}
+		if withRTT {
+			rtt := "-"
+			if r.RTT > 0 {
+				rtt = r.RTT.String()
+			}
+			row = append(row, rtt)
+		}
+		rows = append(rows, append(row, steady, orDash(r.SteadyLabel), retx, perGB, cpu,
+			orDash(strings.Join(r.Verdicts, ", "))))
 	}
 	p.table(rows)
 	p.line("")
@@ -54,9 +70,16 @@ type JSONComparison struct {
 
 // JSONCompareRow is CompareRow with units in keys.
 type JSONCompareRow struct {
-	Dir             string   `json:"run_dir"`
-	Streams         int64    `json:"streams"`
-	BlockSizeBytes  int64    `json:"block_size_bytes"`
+	Dir            string `json:"run_dir"`
+	Streams        int64  `json:"streams"`
+	BlockSizeBytes int64  `json:"block_size_bytes"`
+	// WindowBytes is the socket buffer the run set (--window), null when
+	// not set; WindowAutotuned is true for a bench run that left it to
+	// the kernel. RTTMs is the delay line's round trip the run asked
+	// (bench --rtt), null when none.
+	WindowBytes     *int64   `json:"window_bytes"`
+	WindowAutotuned bool     `json:"window_autotuned"`
+	RTTMs           *float64 `json:"rtt_ms"`
 	SteadyGbps      *float64 `json:"steady_state_gbit_per_s"`
 	SteadyCounter   string   `json:"steady_state_counter"`
 	SenderRetx      *uint64  `json:"sender_retransmits_segments"`
@@ -81,6 +104,15 @@ func (c *Comparison) JSON() JSONComparison {
 		j := JSONCompareRow{Dir: r.Dir, Streams: r.Streams, BlockSizeBytes: r.BlockSize,
 			SteadyGbps: optF(r.SteadyBps/1e9, true), SteadyCounter: r.SteadyLabel, SenderRetx: r.SenderRetx,
 			RetxPerGB: optF(r.RetxPerGB, false), RetxPct: optF(100*r.RetxFraction, false), Verdicts: append([]string{}, r.Verdicts...)}
+		if r.Window > 0 {
+			w := r.Window
+			j.WindowBytes = &w
+		}
+		j.WindowAutotuned = r.Autotuned
+		if r.RTT > 0 {
+			ms := float64(r.RTT) / 1e6
+			j.RTTMs = &ms
+		}
 		if r.BusiestCPU >= 0 {
 			cpu := r.BusiestCPU
 			j.BusiestCPU, j.BusiestSharePct = &cpu, optF(100*r.BusiestShare, false)

@@ -39,8 +39,13 @@ type FlowSummary struct {
 	// time-weighted over the flow's steady-state rows, bit/s; 0 when those
 	// columns are null. WindowBytes is snd_cwnd × mss, time-weighted.
 	WindowBps, WindowBytes float64
+	// SteadySrttUs is the flow's steady-state srtt (µs) that goes with
+	// WindowBytes and WindowBps: WindowBytes × 8 / WindowBps, i.e. the
+	// window-weighted harmonic mean of srtt over the steady-state rows, so
+	// that WindowBytes × 8 / SteadySrttUs = WindowBps; 0 when WindowBps is.
+	SteadySrttUs float64
 	// Cwnd (segments), MSS (bytes) and SrttUs (µs) are the last non-null
-	// values.
+	// values (the flow's last sample, not steady-state figures).
 	Cwnd, MSS, SrttUs uint32
 	// RTT is the flow's RTT; nil without samples.
 	RTT *RTTSummary
@@ -130,6 +135,9 @@ func (f *flowState) summary(endpoints map[string]bool) FlowSummary {
 	if f.winNs > 0 {
 		s.WindowBps = f.winSum / float64(f.winNs)
 		s.WindowBytes = f.winBytes / float64(f.winNs)
+		if s.WindowBps > 0 {
+			s.SteadySrttUs = s.WindowBytes * 8 / s.WindowBps * 1e6
+		}
 	}
 	return s
 }

@@ -26,6 +26,8 @@ type ifaceSide struct {
 	rows, nullBpf, nullW int
 	bpfPackets           uint64
 	bpfPacketsSet        bool
+	// noL2: the interface is a TUN device (no Ethernet header or framing).
+	noL2 bool
 }
 
 // dirCols are one direction's columns of an ifaces row.
@@ -62,7 +64,10 @@ func (s *ifaceSide) add(b *builder, x *trace.IfaceRow, dir string) {
 		s.nullW++
 		return
 	}
-	w := *c.wireHdr + EthernetOverheadBytes*(*c.pkts)
+	w := *c.wireHdr
+	if !s.noL2 {
+		w += EthernetOverheadBytes * (*c.pkts)
+	}
 	if b.anom.plausible("ifaces.bpf_"+dir+"_wire_bytes of "+s.key.name, x.Time, x.IntervalNs, w) {
 		s.wire.add(x.Time, x.IntervalNs, w)
 		s.bpfPackets += *c.pkts
@@ -91,6 +96,7 @@ func (b *builder) scanIfaces(src source[trace.IfaceRow]) error {
 	}
 	b.rx.key, b.rx.chosen = b.pickIface(totals, trace.RoleReceiver, 0)
 	b.tx.key, b.tx.chosen = b.pickIface(totals, trace.RoleSender, 1)
+	b.rx.noL2, b.tx.noL2 = b.isTUN(b.rx.key), b.isTUN(b.tx.key)
 	return scanTable(b, trace.IfacesFile, src, func(rows []trace.IfaceRow) error {
 		for i := range rows {
 			if b.rx.chosen && b.rx.key.match(&rows[i]) {
@@ -156,7 +162,7 @@ func (b *builder) manifestHasRoles() bool {
 
 // direction builds one direction's rates.
 func (b *builder) direction(name string, side *ifaceSide, app *series, role string) Direction {
-	d := Direction{Name: name, Iface: side.key.name, IfaceNetns: side.key.netns, IfaceMTU: b.mtu(side.key)}
+	d := Direction{Name: name, Iface: side.key.name, IfaceNetns: side.key.netns, IfaceMTU: b.mtu(side.key), NoL2: side.noL2}
 	iface := orDash(side.key.name)
 	appRate := Rate{Counter: CounterApp, Label: "application (" + role + " payload)",
 		Source: "traffic.app_bytes, role " + role}
@@ -167,14 +173,19 @@ func (b *builder) direction(name string, side *ifaceSide, app *series, role stri
 		appRate.W = b.compute(appRate.Points)
 	}
 	kernel := map[string]string{"rx": "netif_receive_skb", "tx": "net_dev_start_xmit"}[name]
+	l2, wireLabel := "incl. L2 headers", fmt.Sprintf("+ %d B/segment", EthernetOverheadBytes)
+	wireSrc := fmt.Sprintf("ifaces.bpf_%s_wire_bytes + %d B x ifaces.bpf_%s_packets", name, EthernetOverheadBytes, name)
+	if side.noL2 {
+		l2, wireLabel = "IP packets: TUN device, no L2 header", "TUN device: no Ethernet framing"
+		wireSrc = "ifaces.bpf_" + name + "_wire_bytes (TUN device: no framing added)"
+	}
 	d.Rates = []Rate{appRate,
-		b.ifaceRate(side, &side.netlink, CounterNetlink, "interface "+name+" (netlink, "+iface+", incl. L2 headers)",
+		b.ifaceRate(side, &side.netlink, CounterNetlink, "interface "+name+" (netlink, "+iface+", "+l2+")",
 			"ifaces."+name+"_bytes (netlink stats64)", side.rows, 0),
 		b.ifaceRate(side, &side.bpf, CounterBPF, "interface "+name+" (bpf, "+iface+")",
 			"ifaces.bpf_"+name+"_bytes ("+kernel+")", side.rows, side.nullBpf),
-		b.ifaceRate(side, &side.wire, CounterWire, "wire estimate "+name+" ("+iface+", + 24 B/segment)",
-			fmt.Sprintf("ifaces.bpf_%s_wire_bytes + %d B x ifaces.bpf_%s_packets", name, EthernetOverheadBytes, name),
-			side.rows, side.nullW),
+		b.ifaceRate(side, &side.wire, CounterWire, "wire estimate "+name+" ("+iface+", "+wireLabel+")",
+			wireSrc, side.rows, side.nullW),
 	}
 	return d
 }
@@ -200,6 +211,20 @@ func (b *builder) ifaceRate(side *ifaceSide, s *series, counter, label, src stri
 func (b *builder) compute(points []Point) *Windows {
 	w := ComputeWindows(points, b.r.RunStart, b.r.RunEnd)
 	return &w
+}
+
+// isTUN reports whether the manifest lists the interface with driver
+// "tuntap" (or "tun"): a TUN device, which carries IP packets with no
+// Ethernet header or framing. The manifest records no link kind, so a TAP
+// device (also "tuntap", with Ethernet headers) would be taken for TUN;
+// netprof's own tuntap use (bench --rtt's delay line) is TUN.
+func (b *builder) isTUN(k ifaceKey) bool {
+	for _, mi := range b.r.Manifest.Interfaces {
+		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) {
+			return mi.Driver == "tuntap" || mi.Driver == "tun"
+		}
+	}
+	return false
 }
 
 // mtu returns the manifest MTU of the interface, or 0.

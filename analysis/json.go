@@ -52,12 +52,19 @@ type JSONDirection struct {
 
 // JSONGap is HeaderGap with units in keys.
 type JSONGap struct {
-	AppBytes    uint64   `json:"application_bytes"`
-	WireBytes   uint64   `json:"wire_bytes"`
-	Pct         float64  `json:"gap_pct"`
-	MTU         int      `json:"mtu_bytes"`
-	MSS         int      `json:"mss_bytes"`
-	ExpectedPct *float64 `json:"expected_gap_pct"`
+	AppBytes  uint64  `json:"application_bytes"`
+	WireBytes uint64  `json:"wire_bytes"`
+	Pct       float64 `json:"gap_pct"`
+	MTU       int     `json:"mtu_bytes"`
+	MSS       int     `json:"mss_bytes"`
+	// HeaderBytes (IP+TCP per segment, HeaderSource says how it was
+	// found), L2Bytes and FramingBytes (0 on a TUN device) give
+	// ExpectedPct; null when MTU or MSS is unknown.
+	HeaderBytes  *int     `json:"ip_tcp_header_bytes"`
+	HeaderSource string   `json:"ip_tcp_header_source,omitempty"`
+	L2Bytes      *int     `json:"l2_header_bytes"`
+	FramingBytes *int     `json:"framing_bytes"`
+	ExpectedPct  *float64 `json:"expected_gap_pct"`
 }
 
 // JSONWindows is Windows in decimal Gbit/s.
@@ -70,7 +77,7 @@ type JSONWindows struct {
 	SteadyStart     *time.Time `json:"steady_state_start"`
 	SteadyEnd       *time.Time `json:"steady_state_end"`
 	SteadyIntervals int        `json:"steady_state_intervals"`
-	SteadyCVPct     float64    `json:"steady_state_cv_pct"`
+	SteadyCVPct     *float64   `json:"steady_state_cv_pct"` // null with fewer than 2 steady-state intervals
 	WholeRunGbps    float64    `json:"whole_run_gbit_per_s"`
 	P50Gbps         float64    `json:"interval_p50_gbit_per_s"`
 	P95Gbps         float64    `json:"interval_p95_gbit_per_s"`
@@ -131,18 +138,23 @@ type JSONPeer struct {
 
 // JSONFlow is one flow.
 type JSONFlow struct {
-	Src            string   `json:"src"`
-	Dst            string   `json:"dst"`
-	Netns          uint64   `json:"netns"`
-	Proto          uint8    `json:"proto"`
-	Generator      bool     `json:"generator"`
-	Sending        bool     `json:"sending"`
-	TxBytes        uint64   `json:"tx_bytes"`
-	RxBytes        uint64   `json:"rx_bytes"`
-	Retransmits    uint64   `json:"retransmits_segments"`
-	SteadyGbps     float64  `json:"steady_state_gbit_per_s"`
+	Src         string  `json:"src"`
+	Dst         string  `json:"dst"`
+	Netns       uint64  `json:"netns"`
+	Proto       uint8   `json:"proto"`
+	Generator   bool    `json:"generator"`
+	Sending     bool    `json:"sending"`
+	TxBytes     uint64  `json:"tx_bytes"`
+	RxBytes     uint64  `json:"rx_bytes"`
+	Retransmits uint64  `json:"retransmits_segments"`
+	SteadyGbps  float64 `json:"steady_state_gbit_per_s"`
+	// WindowGbps, WindowBytes and SteadySrttUs are steady-state averages
+	// that multiply out (window_bytes x 8 / steady_state_srtt_us =
+	// window_limited_gbit_per_s); CwndSegments and SrttUs are the flow's
+	// last sample.
 	WindowGbps     *float64 `json:"window_limited_gbit_per_s"`
 	WindowBytes    *float64 `json:"window_bytes"`
+	SteadySrttUs   *float64 `json:"steady_state_srtt_us"`
 	CwndSegments   uint32   `json:"snd_cwnd_segments"`
 	MSSBytes       uint32   `json:"mss_bytes"`
 	SrttUs         uint32   `json:"srtt_us"`
@@ -152,13 +164,17 @@ type JSONFlow struct {
 
 // JSONBDP is BDP with units in keys.
 type JSONBDP struct {
-	RateGbps        float64  `json:"steady_state_gbit_per_s"`
-	MinRTTUs        uint32   `json:"min_rtt_us"`
-	Bytes           float64  `json:"bdp_bytes"`
-	TargetGbps      *float64 `json:"target_gbit_per_s"`
-	TargetBytes     *float64 `json:"target_bdp_bytes"`
+	RateGbps    float64  `json:"steady_state_gbit_per_s"`
+	MinRTTUs    uint32   `json:"min_rtt_us"`
+	Bytes       float64  `json:"bdp_bytes"`
+	TargetGbps  *float64 `json:"target_gbit_per_s"`
+	TargetBytes *float64 `json:"target_bdp_bytes"`
+	// PerStream* are the median sending flow's own steady-state figures
+	// (BDP.PerStreamFlow): window_bytes x 8 / srtt_us = the rate.
+	PerStreamFlow   string   `json:"per_stream_flow,omitempty"`
 	PerStreamGbps   *float64 `json:"per_stream_window_limited_gbit_per_s"`
 	PerStreamWindow *float64 `json:"per_stream_window_bytes"`
+	PerStreamSrttUs *float64 `json:"per_stream_srtt_us"`
 	Streams         *int     `json:"streams_needed"`
 	Missing         string   `json:"streams_needed_missing,omitempty"`
 }

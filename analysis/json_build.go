@@ -68,6 +68,10 @@ func jsonDirection(d *Direction) JSONDirection {
 	if g := d.Gap; g != nil {
 		out.Gap = &JSONGap{AppBytes: g.AppBytes, WireBytes: g.WireBytes, Pct: g.Pct, MTU: g.MTU, MSS: g.MSS,
 			ExpectedPct: optF(g.ExpectedPct, true)}
+		if g.ExpectedPct != 0 {
+			h, l2, fr := g.HeaderBytes, g.L2Bytes, g.FramingBytes
+			out.Gap.HeaderBytes, out.Gap.HeaderSource, out.Gap.L2Bytes, out.Gap.FramingBytes = &h, g.HeaderSource, &l2, &fr
+		}
 	}
 	return out
 }
@@ -82,12 +86,22 @@ func jsonWindows(rt Rate) *JSONWindows {
 		PeakGbps: w.PeakBps / 1e9, PeakAt: optTime(w.PeakAt),
 		SteadyGbps: w.SteadyBps / 1e9, SteadyApprox: w.SteadyApprox,
 		SteadyStart: optTime(w.SteadyStart), SteadyEnd: optTime(w.SteadyEnd),
-		SteadyIntervals: w.SteadyIntervals, SteadyCVPct: 100 * w.SteadyCV,
+		SteadyIntervals: w.SteadyIntervals, SteadyCVPct: cvPct(w),
 		WholeRunGbps: w.WholeRunBps / 1e9, P50Gbps: w.P50Bps / 1e9, P95Gbps: w.P95Bps / 1e9,
 		ActiveStart: optTime(w.ActiveStart), ActiveEnd: optTime(w.ActiveEnd),
 		ActiveSeconds: w.ActiveLength().Seconds(), ActiveIntervals: w.ActiveIntervals,
 		TotalBytes: w.TotalBytes, Intervals: w.Intervals,
 	}
+}
+
+// cvPct is the steady state's coefficient of variation in percent, or nil
+// with fewer than 2 steady-state intervals (the text says "n/a with one
+// interval").
+func cvPct(w *Windows) *float64 {
+	if w.SteadyIntervals < 2 {
+		return nil
+	}
+	return optF(100*w.SteadyCV, false)
 }
 
 func jsonRTT(t *RTTSummary) *JSONRTT {
@@ -100,7 +114,7 @@ func jsonRTT(t *RTTSummary) *JSONRTT {
 func jsonFlow(f FlowSummary) JSONFlow {
 	return JSONFlow{Src: f.Src, Dst: f.Dst, Netns: f.Netns, Proto: f.Proto, Generator: f.Generator, Sending: f.Sending,
 		TxBytes: f.TxBytes, RxBytes: f.RxBytes, Retransmits: f.Retransmits, SteadyGbps: f.SteadyBps / 1e9,
-		WindowGbps: optF(f.WindowBps/1e9, true), WindowBytes: optF(f.WindowBytes, true),
+		WindowGbps: optF(f.WindowBps/1e9, true), WindowBytes: optF(f.WindowBytes, true), SteadySrttUs: optF(f.SteadySrttUs, true),
 		CwndSegments: f.Cwnd, MSSBytes: f.MSS, SrttUs: f.SrttUs, RTT: jsonRTT(f.RTT),
 		WindowRatioPct: optF(100*f.WindowRatio(), true)}
 }
@@ -108,7 +122,8 @@ func jsonFlow(f FlowSummary) JSONFlow {
 func jsonBDP(d BDP) JSONBDP {
 	out := JSONBDP{RateGbps: d.RateBps / 1e9, MinRTTUs: d.MinRTTUs, Bytes: d.Bytes,
 		TargetGbps: optF(d.TargetBps/1e9, true), TargetBytes: optF(d.TargetBytes, true),
-		PerStreamGbps: optF(d.PerStreamBps/1e9, true), PerStreamWindow: optF(d.PerStreamWindow, true), Missing: d.Missing}
+		PerStreamFlow: d.PerStreamFlow, PerStreamGbps: optF(d.PerStreamBps/1e9, true), PerStreamWindow: optF(d.PerStreamWindow, true),
+		PerStreamSrttUs: optF(d.SrttUs, true), Missing: d.Missing}
 	if d.Streams > 0 {
 		s := d.Streams
 		out.Streams = &s

@@ -52,6 +52,20 @@ type Thresholds struct {
 	// WindowRatio: a sending flow whose steady rate is at least this
 	// fraction of snd_cwnd × mss / srtt is window-limited (0.80).
 	WindowRatio float64
+	// WindowRatioMax: a sending flow whose steady rate is above this
+	// multiple of snd_cwnd × mss / srtt is not window-limited (1.3): it
+	// moves more than that window allows, so the window evidently does not
+	// bind (the window-limited rate is a steady-state average of
+	// snd_cwnd × mss / srtt; cwnd and srtt wander around it by ~30%). Not
+	// applied to a flow held by the --window socket buffer
+	// (BDP.SocketWindow), which the kernel doubles for its overhead: up to
+	// ~2x the buffer can be in flight.
+	WindowRatioMax float64
+	// RatedExcess: a steady state (wire estimate, else interface) above
+	// (1 + this) × the rated speed cannot be: the rated speed looks too
+	// low (a wrong --link-speed), and wire-bound and the report say so
+	// (0.03).
+	RatedExcess float64
 	// WindowFlows: the run is window-limited when at least this fraction
 	// of its sending flows are (0.50).
 	WindowFlows float64
@@ -75,15 +89,17 @@ type Thresholds struct {
 	// HostBusy: the host is CPU-bound when its CPUs' /proc/stat busy time
 	// (sum of cpus.proc_busy_ns over sum of proc_total_ns, every CPU, the
 	// CPU window; steal not busy) is at least this fraction (0.90); the
-	// sender/application-limited verdict then says the sender is CPU-bound.
+	// sender/application-limited verdict then says the sender is CPU-bound,
+	// and window/BDP-limited counts only flows held by the --window socket
+	// buffer (a CPU-bound sender's snd_cwnd follows what it sends).
 	HostBusy float64
 }
 
 // DefaultThresholds returns the thresholds documented on Thresholds.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
-		SoftirqShare: 0.90, NapiExhausted: 0.50, WireFraction: 0.90, FlatCV: 0.05,
-		RetxHigh: 0.005, WindowRatio: 0.80, WindowFlows: 0.50, AppLimitedRatio: 0.50,
+		SoftirqShare: 0.90, NapiExhausted: 0.50, WireFraction: 0.90, RatedExcess: 0.03, FlatCV: 0.05,
+		RetxHigh: 0.005, WindowRatio: 0.80, WindowRatioMax: 1.3, WindowFlows: 0.50, AppLimitedRatio: 0.50,
 		HairpinExpectRTT: 150 * time.Microsecond, HairpinFactor: 2, MinRTTSamples: 10,
 		CompareFlat: 0.05, CompareRetxFactor: 2, HostBusy: 0.90,
 	}
@@ -100,9 +116,11 @@ func (t Thresholds) withDefaults() Thresholds {
 	fill(&t.SoftirqShare, d.SoftirqShare)
 	fill(&t.NapiExhausted, d.NapiExhausted)
 	fill(&t.WireFraction, d.WireFraction)
+	fill(&t.RatedExcess, d.RatedExcess)
 	fill(&t.FlatCV, d.FlatCV)
 	fill(&t.RetxHigh, d.RetxHigh)
 	fill(&t.WindowRatio, d.WindowRatio)
+	fill(&t.WindowRatioMax, d.WindowRatioMax)
 	fill(&t.WindowFlows, d.WindowFlows)
 	fill(&t.AppLimitedRatio, d.AppLimitedRatio)
 	fill(&t.HairpinFactor, d.HairpinFactor)

@@ -67,8 +67,9 @@ func (a *cpuAcc) finishProc(r *Report) {
 	r.HostCPU = &HostCPU{ProcShares: *s, CPUs: cpus}
 }
 
-// procCell formats a /proc/stat share of c for the per-CPU table.
-func procCell(c CPUStat, busy bool) string {
+// ProcCell formats c's /proc/stat share (busy, else every softirq
+// vector) in percent for a per-CPU table, or n/a with why.
+func (c CPUStat) ProcCell(busy bool) string {
 	if c.Proc == nil {
 		if c.ProcMissing == noProcTicks {
 			return na("no ticks")

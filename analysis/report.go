@@ -41,6 +41,12 @@ type Direction struct {
 	Iface      string
 	IfaceNetns uint64
 	IfaceMTU   int
+	// NoL2 is set when the interface carries IP packets without an
+	// Ethernet header or framing: a TUN device (manifest driver "tuntap",
+	// e.g. bench --rtt's delay line; the manifest does not tell TUN from
+	// TAP, so tuntap is taken for TUN). Its netlink counter then has no L2
+	// headers and the wire estimate adds no framing.
+	NoL2 bool
 	// Rates holds application, interface (netlink), interface (bpf) and
 	// wire estimate, in that order.
 	Rates []Rate
@@ -66,10 +72,20 @@ type HeaderGap struct {
 	// Pct is (WireBytes − AppBytes) / WireBytes × 100.
 	Pct float64
 	// MTU (manifest) and MSS (median flows.mss of sending flows, bytes);
-	// 0 when unknown. ExpectedPct is the gap full-size segments would
-	// show: 1 − MSS / (MTU + 14 + 24), in percent; 0 when unknown.
-	MTU, MSS    int
-	ExpectedPct float64
+	// 0 when unknown.
+	MTU, MSS int
+	// HeaderBytes is the IP + TCP header of a full segment and
+	// HeaderSource how it was found ("MTU - MSS" when the MSS follows
+	// from the MTU, else the family's header with TCP timestamps, e.g.
+	// IPv4 20 + TCP 20 + 12); L2Bytes (Ethernet header, 14) and
+	// FramingBytes (preamble/SFD/FCS/gap, 24) are 0 on a TUN device
+	// (NoL2). ExpectedPct is the gap full-size segments would show:
+	// 1 − MSS / (MSS + HeaderBytes + L2Bytes + FramingBytes), in percent;
+	// 0 when unknown.
+	HeaderBytes, L2Bytes, FramingBytes int
+	HeaderSource                       string
+	NoL2                               bool
+	ExpectedPct                        float64
 }
 
 // CPUStat is one CPU's softirq load over the report's CPU window.
@@ -168,11 +184,14 @@ func (s RTTSummary) FloorUs() uint32 {
 	return s.MinUs
 }
 
-// HistBin is one bin of an RTT histogram: Samples whose per-interval p50
-// lies in [LoUs, HiUs).
+// HistBin is one bin of the distribution of per-interval RTT percentiles
+// (not of RTT samples: the trace keeps each flow-interval's min, p50, p99
+// and max only): Samples is the rtt_samples of the flow-intervals whose
+// rtt_p50_us lies in [LoUs, HiUs), P99Samples of those whose rtt_p99_us
+// does.
 type HistBin struct {
-	LoUs, HiUs uint32
-	Samples    uint64
+	LoUs, HiUs          uint32
+	Samples, P99Samples uint64
 }
 
 // CountPoint is a count in the interval ending at End.
@@ -230,7 +249,8 @@ type Report struct {
 
 	// RTT summarises all flows' RTT; nil when no row has rtt_samples > 0.
 	RTT *RTTSummary
-	// RTTHist bins the samples by per-interval p50 (for plots).
+	// RTTHist bins the flow-intervals' p50 and p99 RTT weighted by their
+	// samples, from the min to the max RTT (for plots).
 	RTTHist []HistBin
 	// Flows holds every flow, largest (tx+rx bytes) first; Peers every
 	// remote unicast address (multicast and :: are not peers), by bytes.

@@ -311,7 +311,7 @@ func TestWriteText(t *testing.T) {
 		`\n\s+0\s+60\.0\s+n/a \(not recorded\)\s+n/a \(not recorded\)\s+0\.0\s+60\.0\s+0\s+n/a \(no packets\)\s+n/a \(no polls\)\s+1/1\n\s+1\s+30\.0\s`,
 		`busiest CPU: 0 \(NET_RX softirq 60\.0% of the steady state\)`,
 		`all softirq % and busy %: n/a \(no /proc/stat columns`,
-		`p50\s+60 µs`, `p99\s+1000 µs`, `min\s+30 µs`, `samples\s+1000`,
+		`p50 \(of per-interval p50s\)\s+60 µs`, `p99 \(of per-interval p99s\)\s+1000 µs`, `min\s+30 µs`, `max\s+\d+ µs`, `samples\s+1000`,
 		`sender \(traffic\.tcp_retransmits, TCP_INFO\)\s+12\n`,
 		`BPF tcp_retransmit_skb\)\s+7\n`,
 		`receiver\s+n/a \(counted on the sender\)`,

@@ -174,14 +174,23 @@ func (d *wdist) percentile(q float64) uint32 {
 	return 0
 }
 
-// histogram bins the p50 distribution into log-spaced bins (4 per
-// doubling) between its smallest and largest value.
+// histogram bins the per-interval p50 and p99 distributions into
+// log-spaced bins (4 per doubling) from the smallest p50 (or min) to the
+// largest p99 or max, so the axis reaches the tail.
 func (d *rttDist) histogram() []HistBin {
 	vals, ws := d.p50.view()
 	if len(vals) == 0 {
 		return nil
 	}
+	v99, w99 := d.p99.view()
 	lo, hi := max(vals[0], 1), vals[len(vals)-1]
+	if d.min > 0 {
+		lo = max(min(lo, d.min), 1)
+	}
+	if len(v99) > 0 {
+		hi = max(hi, v99[len(v99)-1])
+	}
+	hi = max(hi, d.max)
 	edges := []uint32{lo}
 	for e := float64(lo); uint32(e) <= hi; {
 		e *= math.Pow(2, 0.25)
@@ -193,10 +202,15 @@ func (d *rttDist) histogram() []HistBin {
 	for i := range bins {
 		bins[i] = HistBin{LoUs: edges[i], HiUs: edges[i+1]}
 	}
+	find := func(v uint32) int { return sort.Search(len(bins), func(i int) bool { return bins[i].HiUs > v }) }
 	for j, v := range vals {
-		i := sort.Search(len(bins), func(i int) bool { return bins[i].HiUs > v })
-		if i < len(bins) {
+		if i := find(v); i < len(bins) {
 			bins[i].Samples += ws[j]
+		}
+	}
+	for j, v := range v99 {
+		if i := find(v); i < len(bins) {
+			bins[i].P99Samples += w99[j]
 		}
 	}
 	return bins

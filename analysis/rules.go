@@ -92,16 +92,24 @@ func meanShare(cs []CPUStat) float64 {
 }
 
 // busiestCore formats the busiest CPU's NET_RX share with its share of
-// every softirq vector when known.
+// every softirq vector when known; n/a with the reason when NET_RX softirq
+// time was not recorded (Report.SoftirqOff: its columns then hold 0).
 func busiestCore(r *Report) string {
+	if r.SoftirqOff != "" {
+		return na("NET_RX softirq time not recorded: " + r.SoftirqOff)
+	}
 	if c := busiestStat(r); c != nil {
 		return busiestShare(r) + " NET_RX" + allSoftirq(*c)
 	}
 	return "n/a"
 }
 
-// busiestShare formats the busiest CPU's share.
+// busiestShare formats the busiest CPU's share (n/a when NET_RX softirq
+// time was not recorded).
 func busiestShare(r *Report) string {
+	if r.SoftirqOff != "" {
+		return na("NET_RX softirq time not recorded: " + r.SoftirqOff)
+	}
 	if c := busiestStat(r); c != nil {
 		return fmt.Sprintf("CPU %d at %s", c.CPU, pct(c.Share))
 	}
@@ -120,7 +128,8 @@ func busiestStat(r *Report) *CPUStat {
 
 // ruleWire: steady state >= WireFraction of the rated link speed.
 func ruleWire(f *facts) Verdict {
-	v := Verdict{Rule: RuleWire, Thresholds: []string{"steady state >= " + pct(f.th.WireFraction) + " of the rated link speed"}}
+	v := Verdict{Rule: RuleWire, Thresholds: []string{"steady state >= " + pct(f.th.WireFraction) + " of the rated link speed",
+		"a steady state above " + pct(1+f.th.RatedExcess) + " of it means the rated speed is wrong (too low)"}}
 	switch {
 	case f.r.RatedBps <= 0:
 		v.Status, v.Summary = Skipped, "no rated speed (manifest rated_speed_mbps null): give --link-speed, e.g. 10Gbit"
@@ -134,6 +143,12 @@ func ruleWire(f *facts) Verdict {
 		v.Status, v.Summary = NotFired, fmt.Sprintf("link at %s of rated", pct(f.link/f.r.RatedBps))
 		return v
 	}
+	if f.ratedTooLow() {
+		v.Evidence = append(v.Evidence, f.ratedWarning())
+		v.Status, v.Summary = Fired, fmt.Sprintf("at or above the rated speed, but %s of it: the rated speed looks too low, "+
+			"so whether the wire is the ceiling is uncertain (check --link-speed)", pct(f.link/f.r.RatedBps))
+		return v
+	}
 	v.Status, v.Summary = Fired, "the wire is the ceiling: the link runs at its rated speed"
 	return v
 }
@@ -143,7 +158,8 @@ func ruleWire(f *facts) Verdict {
 func ruleRateLimited(f *facts) Verdict {
 	r, th, x := f.r, f.th, f.r.Retx
 	v := Verdict{Rule: RuleRateLimited, Thresholds: []string{
-		"steady-state interval rates flat: coefficient of variation <= " + pct(th.FlatCV),
+		"steady-state interval rates flat: coefficient of variation <= " + pct(th.FlatCV) +
+			" (of the interface counter when there is one: a limiter shapes the wire, while goodput per interval jitters with loss recovery)",
 		"sender retransmits >= " + pct(th.RetxHigh) + " of segments sent",
 		"no CPU at >= " + pct(th.SoftirqShare) + " NET_RX softirq; link below " + pct(th.WireFraction) + " of rated",
 	}}
@@ -155,10 +171,11 @@ func ruleRateLimited(f *facts) Verdict {
 		v.Status, v.Summary = Skipped, "no sender retransmits with segments sent (sender not in this trace, or probes off)"
 		return v
 	}
-	flat, high := f.steady.SteadyCV <= th.FlatCV, x.Fraction >= th.RetxHigh
+	fr, fw := flatnessCounter(r, f.steady)
+	flat, high := fw.SteadyCV <= th.FlatCV, x.Fraction >= th.RetxHigh
 	below, _ := f.belowRated()
 	v.Evidence = []string{
-		fmt.Sprintf("steady state (%s) varies by %s (CV over %d intervals)", r.Primary.Label, pct(f.steady.SteadyCV), f.steady.SteadyIntervals),
+		fmt.Sprintf("steady state (%s) varies by %s (CV over %d intervals)", fr.Label, pct(fw.SteadyCV), fw.SteadyIntervals),
 		fmt.Sprintf("retransmits %d segments = %.3f%% of %d segments sent (%s / %s)", x.Segments, 100*x.Fraction,
 			x.SegmentsSent, x.Source, x.SegmentsSource),
 		f.linkEvidence(),
@@ -185,51 +202,87 @@ func ruleRateLimited(f *facts) Verdict {
 // ruleWindow: at least WindowFlows of the sending flows run at >=
 // WindowRatio of window / srtt, the window being snd_cwnd × mss or the
 // socket buffer the run set (BDP.SocketWindow) when smaller (and the run
-// is not wire-bound).
+// is not wire-bound). A flow on its snd_cwnd × mss window does not count
+// above WindowRatioMax of it (the window does not bind), nor when the
+// host's CPUs are HostBusy busy (a CPU-bound sender's cwnd follows what
+// it sends); a flow held by the socket buffer counts either way.
 func ruleWindow(f *facts, wire bool) Verdict {
-	th, d := f.th, &f.r.BDP
+	th, d, r := f.th, &f.r.BDP, f.r
 	v := Verdict{Rule: RuleWindow, Thresholds: []string{
 		"a sending flow's steady rate >= " + pct(th.WindowRatio) + " of window / srtt, window = snd_cwnd x mss " +
 			"(or the socket buffer set with --window, when smaller)",
+		"and <= " + pct(th.WindowRatioMax) + " of it when the window is snd_cwnd x mss (above, that window evidently " +
+			"does not bind; not applied to the --window socket buffer, of which the kernel keeps up to ~2x in flight)",
+		"host CPUs < " + pct(th.HostBusy) + " busy (/proc/stat, " + orDash(r.CPUWindow) + "), unless the flow is held by " +
+			"the --window socket buffer: a CPU-bound sender's snd_cwnd follows what it sends",
 		"for >= " + pct(th.WindowFlows) + " of sending flows; not wire-bound",
 	}}
 	if len(f.send) == 0 {
 		v.Status, v.Summary = Skipped, "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
 		return v
 	}
-	n := 0
+	var n, below, above, cpu int
 	ratios := make([]float64, 0, len(f.send))
 	for _, fl := range f.send {
-		ratios = append(ratios, d.windowRatio(fl))
-		if d.windowRatio(fl) >= th.WindowRatio {
+		x, capped := d.windowRatio(fl), d.capped(fl)
+		ratios = append(ratios, x)
+		switch {
+		case x < th.WindowRatio:
+			below++
+		case !capped && x > th.WindowRatioMax:
+			above++
+		case !capped && f.cpuBound:
+			cpu++
+		default:
 			n++
 		}
 	}
-	u := f.r.Units
+	u := r.Units
 	what := "snd_cwnd x mss"
 	if d.SocketWindow > 0 {
 		what += ", at most the socket buffer " + u.FormatBytes(d.SocketWindow) + " (--window)"
 	}
 	v.Evidence = []string{
-		fmt.Sprintf("%d of %d sending flows at >= %s of their window-limited rate (median ratio %.2f)",
-			n, len(f.send), pct(th.WindowRatio), median(ratios)),
-		fmt.Sprintf("median window %s (%s) at srtt %s: %s per stream", u.FormatBytes(d.PerStreamWindow), what,
-			fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps)),
+		fmt.Sprintf("%d of %d sending flows window-limited: >= %s of their window-limited rate, <= %s on a snd_cwnd x mss window "+
+			"(median ratio %.2f; %d below, %d above %s, %d not counted on a CPU-bound host)",
+			n, len(f.send), pct(th.WindowRatio), pct(th.WindowRatioMax), median(ratios), below, above, pct(th.WindowRatioMax), cpu),
+		windowFlowEvidence(r, what),
 	}
-	v.Evidence = append(v.Evidence, bdpEvidence(f.r)...)
+	if f.cpuBound {
+		v.Evidence = append(v.Evidence, hostCPUEvidence(r))
+	}
+	v.Evidence = append(v.Evidence, bdpEvidence(r)...)
 	switch {
 	case wire:
 		v.Status, v.Summary = NotFired, "the link is at its rated speed"
-	case float64(n) < th.WindowFlows*float64(len(f.send)):
-		v.Status, v.Summary = NotFired, "most sending flows are below their window"
-	default:
+	case float64(n) >= th.WindowFlows*float64(len(f.send)):
 		raise := "the window (tcp_wmem/tcp_rmem)"
 		if d.SocketWindow > 0 {
 			raise = "--window (the socket buffer each stream is held to)"
 		}
 		v.Status, v.Summary = Fired, "each stream is capped at window / RTT: raise "+raise+" or run more streams"
+	case cpu > 0 && cpu >= above && cpu >= below:
+		v.Status, v.Summary = NotFired, fmt.Sprintf("the host's CPUs were %s busy (/proc/stat): the CPU is the limit and "+
+			"snd_cwnd merely follows what the sender sends (no --window socket buffer holds the flows)", pct(r.HostCPU.Busy))
+	case above > 0 && above >= below:
+		v.Status, v.Summary = NotFired, fmt.Sprintf("most sending flows move more than %s of snd_cwnd x mss / srtt: "+
+			"that window does not bind", pct(th.WindowRatioMax))
+	default:
+		v.Status, v.Summary = NotFired, "most sending flows are below their window"
 	}
 	return v
+}
+
+// windowFlowEvidence describes the median flow's window, srtt and the rate
+// they allow: one flow's steady-state figures, which multiply out.
+func windowFlowEvidence(r *Report, what string) string {
+	d, u := &r.BDP, r.Units
+	if d.PerStreamFlow == "" {
+		return "per-stream window: n/a (no sending flow with a steady-state window and srtt)"
+	}
+	return fmt.Sprintf("median flow by window-limited rate, %s: window %s (%s, steady-state average) x 8 / srtt %s "+
+		"(steady state) = %s per stream", d.PerStreamFlow, u.FormatBytes(d.PerStreamWindow), what,
+		fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps))
 }
 
 // bdpEvidence describes the BDP and the streams needed.
@@ -373,4 +426,21 @@ func napiSeen(cs []CPUStat) bool {
 		}
 	}
 	return false
+}
+
+// flatnessCounter returns the counter the rate-limited rule judges
+// flatness on: the primary direction's interface (netlink) counter when it
+// has at least 3 steady-state intervals — a shaper or policer makes the
+// wire rate flat, while application bytes per interval jump as receivers
+// wait for retransmissions and then read in bursts — else the primary
+// counter with its windows w.
+func flatnessCounter(r *Report, w *Windows) (*Rate, *Windows) {
+	d := &r.Rx
+	if r.PrimaryDir == "tx" {
+		d = &r.Tx
+	}
+	if nl := d.Rate(CounterNetlink); nl != nil && nl.W != nil && nl.W.HasActive() && nl.W.SteadyIntervals >= 3 {
+		return nl, nl.W
+	}
+	return r.Primary, w
 }

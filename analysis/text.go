@@ -93,13 +93,128 @@ func (r *Report) writeHeader(p *printer) {
 	})
 }
 
-// configLine formats the manifest's streams and block size.
+// configLine formats what the run was asked, from the manifest's config:
+// streams, block size, direction, duration (with warm-up and cool-down),
+// interval when not 1 s, the delay line's RTT, the socket options (window,
+// congestion control, MSS, Nagle, bind device, pacing), the peer, the
+// probe selection and what else a bench run recorded as set. Only what is
+// in the config is shown; sizes in binary units, rates in r's units.
 func configLine(c map[string]any) string {
-	s, b := ConfigInt(c, "streams"), ConfigInt(c, "block_size")
-	if s == 0 && b == 0 {
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	if n := ConfigInt(c, "streams"); n > 0 {
+		add("streams %d", n)
+	}
+	if b := ConfigInt(c, "block_size"); b > 0 {
+		add("block size %s", fmtSize(b))
+	}
+	switch configString(c, "direction") {
+	case "reverse":
+		add("reverse (the far end sends)")
+	case "bidir":
+		add("bidir (both ends send)")
+	}
+	if d := ConfigInt(c, "duration_ns"); d > 0 {
+		add("duration %v", time.Duration(d))
+	}
+	if d := ConfigInt(c, "warmup_ns"); d > 0 {
+		add("warm-up %v", time.Duration(d))
+	}
+	if d := ConfigInt(c, "cooldown_ns"); d > 0 {
+		add("cool-down %v", time.Duration(d))
+	}
+	if d := ConfigInt(c, "interval_ns"); d > 0 && d != int64(time.Second) {
+		add("interval %v", time.Duration(d))
+	}
+	if d := ConfigInt(c, "rtt_ns"); d > 0 {
+		add("rtt %v (delay line)", time.Duration(d))
+	}
+	parts = append(parts, sockOptParts(socketOptions(c))...)
+	if p := configString(c, "peer"); p != "" {
+		add("peer %s", p)
+	}
+	if b, ok := c["no_bpf"].(bool); ok && b {
+		add("probes off (--no-bpf)")
+	} else if ps := configStrings(c, "probes"); len(ps) > 0 {
+		add("probes %s", strings.Join(ps, ","))
+	}
+	if b, ok := c["bpf_stats"].(bool); ok && !b {
+		add("BPF stats off")
+	}
+	if b, ok := c["ipv6"].(bool); ok && b {
+		add("IPv6")
+	}
+	if d := ConfigInt(c, ConfigExpectRTT); d > 0 {
+		add("expect-rtt %v", time.Duration(d))
+	}
+	if len(parts) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("streams %s, block size %s", intOrDash(s), bytesOrDash(b))
+	return strings.Join(parts, ", ")
+}
+
+// sockOptParts formats a bench run's socket options (manifest config
+// socket_options) with units.
+func sockOptParts(so map[string]any) []string {
+	var parts []string
+	if w := ConfigInt(so, "window_bytes"); w > 0 {
+		parts = append(parts, "window "+fmtSize(w))
+	}
+	if cc := configString(so, "congestion"); cc != "" {
+		parts = append(parts, "congestion "+cc)
+	}
+	if m := ConfigInt(so, "mss_bytes"); m > 0 {
+		parts = append(parts, fmt.Sprintf("mss %d B", m))
+	}
+	if nd, ok := so["nodelay"].(bool); ok {
+		if nd {
+			parts = append(parts, "TCP_NODELAY on")
+		} else {
+			parts = append(parts, "Nagle on (--nodelay=false)")
+		}
+	}
+	if d := configString(so, "bind_dev"); d != "" {
+		parts = append(parts, "bind-dev "+d)
+	}
+	if r := ConfigInt(so, "pacing_rate_bit_per_s"); r > 0 {
+		parts = append(parts, "pacing "+fmtRate(Decimal, float64(r))+" per stream")
+	}
+	return parts
+}
+
+// SocketOptionsText formats a bench run's socket options (manifest config
+// socket_options, or the summary's requested options) with units, as the
+// report's config line does: "window 256 KiB, congestion cubic"; "-"
+// when none.
+func SocketOptionsText(so map[string]any) string {
+	if p := sockOptParts(so); len(p) > 0 {
+		return strings.Join(p, ", ")
+	}
+	return "-"
+}
+
+// configString returns a string value of a manifest config, "" when absent.
+func configString(c map[string]any, key string) string {
+	s, _ := c[key].(string)
+	return s
+}
+
+// configStrings returns a list of strings of a manifest config (a
+// []string in memory, []any once read back from JSON).
+func configStrings(c map[string]any, key string) []string {
+	switch v := c[key].(type) {
+	case []string:
+		return v
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // runSpan formats the run's start, end, length and status.
@@ -185,13 +300,8 @@ func (r *Report) writeActive(p *printer, d *Direction) {
 
 // gapLine explains the application-vs-wire gap.
 func gapLine(g *HeaderGap) string {
-	s := fmt.Sprintf("%.2f%% of wire bytes are not payload (whole run: %d B payload, %d B wire estimate)",
-		g.Pct, g.AppBytes, g.WireBytes)
-	if g.ExpectedPct == 0 {
-		return s + "; cause: L2-L4 headers per segment (MTU or MSS unknown, expectation not computed)"
-	}
-	return s + fmt.Sprintf("; cause: headers at MTU %d / MSS %d: %d B IP+TCP + %d B Ethernet + %d B preamble/SFD/FCS/gap per full segment = %.2f%% expected",
-		g.MTU, g.MSS, g.MTU-g.MSS, EthernetHeaderBytes, EthernetOverheadBytes, g.ExpectedPct)
+	return fmt.Sprintf("%.2f%% of wire bytes are not payload (whole run: %d B payload, %d B wire estimate)",
+		g.Pct, g.AppBytes, g.WireBytes) + "; cause: " + g.Cause()
 }
 
 // writeNotes writes the caveats, if any.

@@ -21,8 +21,8 @@ func (r *Report) writeCPUs(p *printer) {
 		if r.SoftirqOff != "" {
 			rx, tx, maxRx = "n/a", "n/a", "n/a"
 		}
-		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), rx, procCell(c, false), procCell(c, true), tx, maxRx,
-			fmt.Sprint(c.RxPackets), packetCostCell(c, r.SoftirqOff != ""), exhaustedCell(c), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), rx, c.ProcCell(false), c.ProcCell(true), tx, maxRx,
+			fmt.Sprint(c.RxPackets), packetCostCell(c, r.SoftirqOff != ""), r.ExhaustedCell(c), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
 	}
 	p.table(rows)
 	p.line("  %% = softirq ns / interval ns; ns/packet = net_rx_softirq_ns / rx_packets; exhausted = napi_budget_exhausted / napi_polls")
@@ -49,7 +49,9 @@ func (r *Report) writeCPUs(p *printer) {
 // writeRTT writes the run's RTT summary.
 func (r *Report) writeRTT(p *printer) {
 	p.line("")
-	p.line("TCP RTT, all flows (flows.rtt_*: samples at tcp_probe, whole run, µs; p50/p99 from per-interval p50/p99 weighted by samples)")
+	p.line("TCP RTT, all flows (flows.rtt_*: samples at tcp_probe, whole run, µs; the trace keeps each flow-interval's min/p50/p99/max, " +
+		"not the samples: p50 = samples-weighted median of the per-interval p50s, p99 = samples-weighted 99th percentile of the " +
+		"per-interval p99s (not the p99 of all samples); min and max are exact)")
 	if r.RTT == nil {
 		p.line("  %s", na(r.reason(figRTT, "no RTT samples")))
 		return
@@ -60,9 +62,10 @@ func (r *Report) writeRTT(p *printer) {
 		kmin = fmt.Sprintf(" (kernel min_rtt_us %d µs)", t.KernelMinUs)
 	}
 	p.table([][]string{
-		{"  p50", fmt.Sprintf("%d µs", t.P50Us)},
-		{"  p99", fmt.Sprintf("%d µs", t.P99Us)},
+		{"  p50 (of per-interval p50s)", fmt.Sprintf("%d µs", t.P50Us)},
+		{"  p99 (of per-interval p99s)", fmt.Sprintf("%d µs", t.P99Us)},
 		{"  min", fmt.Sprintf("%d µs%s", t.MinUs, kmin)},
+		{"  max", fmt.Sprintf("%d µs", t.MaxUs)},
 		{"  samples", fmt.Sprintf("%d (in %d flow-intervals)", t.Samples, t.Rows)},
 	})
 }
@@ -104,7 +107,8 @@ func (r *Report) writeFlows(p *printer) {
 	p.line("flows (largest %d of %d by bytes; rates over the steady state in %s; RTT in µs)", min(TextFlows, len(r.Flows)),
 		len(r.Flows), u.RateUnit())
 	rows := [][]string{{"  flow (local -> remote)", "side", "gen", "tx bytes", "rx bytes", "steady rate",
-		"cwnd x mss / srtt", "ratio", "cwnd", "mss", "srtt", "min RTT", "p50 RTT", "p99 RTT", "retx"}}
+		"window (steady avg)", "srtt (steady)", "window x 8 / srtt", "ratio", "last cwnd", "mss", "last srtt",
+		"min RTT", "p50 RTT", "p99 RTT", "retx"}}
 	for i, f := range r.Flows {
 		if i == TextFlows {
 			break
@@ -120,12 +124,16 @@ func (r *Report) writeFlows(p *printer) {
 			ratio = fmt.Sprintf("%.2f", x)
 		}
 		row := []string{"  " + f.Src + " -> " + f.Dst, side, gen, fmt.Sprint(f.TxBytes), fmt.Sprint(f.RxBytes),
-			u.FormatRate(f.SteadyBps), dashIf0(f.WindowBps, u.FormatRate(f.WindowBps)), ratio,
+			u.FormatRate(f.SteadyBps), dashIf0(f.WindowBytes, u.FormatBytes(f.WindowBytes)),
+			dashIf0(f.SteadySrttUs, fmt.Sprintf("%.0f", f.SteadySrttUs)), dashIf0(f.WindowBps, u.FormatRate(f.WindowBps)), ratio,
 			dashIf0(float64(f.Cwnd), fmt.Sprint(f.Cwnd)), dashIf0(float64(f.MSS), fmt.Sprint(f.MSS)),
 			dashIf0(float64(f.SrttUs), fmt.Sprint(f.SrttUs))}
 		rows = append(rows, append(append(row, rttCells(f.RTT)...), fmt.Sprint(f.Retransmits)))
 	}
 	p.table(rows)
+	p.line("  window (steady avg) = snd_cwnd x mss averaged over the steady state; srtt (steady) = the srtt that goes with it " +
+		"(window-weighted harmonic mean); window x 8 / srtt = the window-limited rate, time-averaged; ratio = steady rate / it; " +
+		"last cwnd (segments) and last srtt (µs) are the flow's last sample, not steady-state figures")
 }
 
 // writeBDP writes the bandwidth-delay product and streams needed.
@@ -249,9 +257,14 @@ func packetCostCell(c CPUStat, softirqOff bool) string {
 	return fmt.Sprintf("%.0f", c.PacketCostNs)
 }
 
-// exhaustedCell is a CPU's NAPI budget exhaustion, or n/a without polls.
-func exhaustedCell(c CPUStat) string {
+// ExhaustedCell formats a CPU's NAPI budget exhaustion (percent of polls),
+// or n/a with why: the napi probe (np_nd_napi) not attached (e.g. not
+// selected with --probes), else no polls.
+func (r *Report) ExhaustedCell(c CPUStat) string {
 	if c.NapiPolls == 0 {
+		if why, down := r.programDown("np_nd_napi"); down {
+			return na("np_nd_napi not attached: " + why)
+		}
 		return na("no polls")
 	}
 	return fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)

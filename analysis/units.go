@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/netprof/netprof/traffic/units"
@@ -100,15 +102,31 @@ func (u Units) FormatBytes(b float64) string {
 	return fmt.Sprintf("%.2f MB", b/1e6)
 }
 
+// fmtSize formats a byte size (a window, a block size) in binary units
+// with three significant digits (traffic/units.FormatIBytes): 262144 →
+// "256 KiB", 1<<20 → "1.00 MiB"; below 1 KiB in bytes.
+func fmtSize(n int64) string { return units.FormatIBytes(uint64(max(n, 0))) }
+
+// FormatSize is fmtSize for other packages (the bench summary).
+func FormatSize(n int64) string { return fmtSize(n) }
+
 // FormatGbps formats a rate in bit/s as decimal Gbit/s (10^9 bit/s) with two
 // decimals, without the unit: 183.6e9 → "183.60".
 func FormatGbps(bps float64) string { return Decimal.FormatRate(bps) }
 
-// ParseRate parses a bit rate the way the generator's flags do
-// (traffic/units.ParseRate: "80Gbit", "10Gbit/s", "25G", "100Mbit",
-// "1.25GB/s" decimal; "171Gibit" binary; a bare number is bit/s) and
-// returns bit/s. A rate <= 0 is an error.
+// ParseRate parses a rated speed or target rate the way the generator's
+// flags do (traffic/units.ParseRate: "80Gbit", "10Gbit/s", "25G",
+// "100Mbit", "1.25GB/s" decimal; "171Gibit" binary) and returns bit/s. A
+// unit is required: a bare number is an error (ErrNoUnit), since ethtool
+// prints speeds in Mb/s ("10000") and the generator would read bit/s. A
+// rate <= 0 is an error.
 func ParseRate(s string) (float64, error) {
+	if t := strings.TrimSpace(s); t != "" {
+		if _, err := strconv.ParseFloat(t, 64); err == nil {
+			return 0, fmt.Errorf("rate %q: %w: write e.g. 10Gbit or 100Gbit/s "+
+				"(ethtool's 10000 is Mb/s: 10000Mbit)", s, ErrNoUnit)
+		}
+	}
 	r, err := units.ParseRate(s)
 	if err != nil {
 		return 0, err
@@ -118,6 +136,9 @@ func ParseRate(s string) (float64, error) {
 	}
 	return float64(r), nil
 }
+
+// ErrNoUnit is wrapped by ParseRate's error for a bare number.
+var ErrNoUnit = errors.New("a bare number has no unit")
 
 // fmtRate formats bit/s with its unit: "9.60 Gbit/s".
 func fmtRate(u Units, bps float64) string { return u.FormatRate(bps) + " " + u.RateUnit() }

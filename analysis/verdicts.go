@@ -123,6 +123,21 @@ func (f *facts) belowRated() (below, known bool) {
 	return f.link < f.th.WireFraction*f.r.RatedBps, true
 }
 
+// ratedTooLow reports whether the link's steady rate exceeds the rated
+// speed by more than RatedExcess: the rated speed (often a guessed
+// --link-speed) is then wrong.
+func (f *facts) ratedTooLow() bool {
+	return f.r.RatedBps > 0 && f.steady != nil && f.link > (1+f.th.RatedExcess)*f.r.RatedBps
+}
+
+// ratedWarning says the rated speed looks too low.
+func (f *facts) ratedWarning() string {
+	return fmt.Sprintf("the steady state (%s) %s is %.1f%% of the rated %s (%s), more than %s above it: "+
+		"a link cannot carry more than its rated speed, so the rated speed looks wrong (too low); "+
+		"check --link-speed or the interface's speed", f.linkLabel, fmtRate(f.r.Units, f.link), 100*f.link/f.r.RatedBps,
+		fmtRate(f.r.Units, f.r.RatedBps), f.r.RatedSource, pct(f.th.RatedExcess))
+}
+
 // linkEvidence describes the link utilisation.
 func (f *facts) linkEvidence() string {
 	u := f.r.Units

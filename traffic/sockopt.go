@@ -251,12 +251,23 @@ func congestionError(name string, err error) error {
 	}
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return fmt.Errorf("unknown congestion control %q: available: %s: %w", name, list, err)
+		return quietError{fmt.Sprintf("unknown congestion control %q: available: %s (the kernel has no algorithm or module of that name)", name, list), err}
 	case errors.Is(err, unix.EPERM):
-		return fmt.Errorf("congestion control %q not allowed (net.ipv4.tcp_allowed_congestion_control); available: %s: %w", name, list, err)
+		return quietError{fmt.Sprintf("congestion control %q not allowed (net.ipv4.tcp_allowed_congestion_control); available: %s", name, list), err}
 	}
 	return fmt.Errorf("setsockopt TCP_CONGESTION %q: %w", name, err)
 }
+
+// quietError is a message that says what its wrapped errno means, so it
+// does not repeat the errno's text ("no such file or directory"), but
+// still matches it with errors.Is.
+type quietError struct {
+	msg string
+	err error
+}
+
+func (e quietError) Error() string { return e.msg }
+func (e quietError) Unwrap() error { return e.err }
 
 // SockState is what a connected socket's options read back as.
 type SockState struct {

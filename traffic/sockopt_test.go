@@ -1,11 +1,14 @@
 package traffic_test
 
 import (
+	"errors"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/traffic"
@@ -157,6 +160,11 @@ func TestCongestionUnknown(t *testing.T) {
 	err = traffic.CheckCongestion("nosuchcc")
 	if err == nil || !strings.Contains(err.Error(), `unknown congestion control "nosuchcc": available: `+strings.Join(avail, ", ")) {
 		t.Errorf("CheckCongestion(nosuchcc) = %v", err)
+	}
+	// The errno is explained, not appended ("...: no such file or
+	// directory"), and still matches.
+	if err == nil || strings.Contains(err.Error(), "no such file") || !errors.Is(err, unix.ENOENT) {
+		t.Errorf("CheckCongestion(nosuchcc) = %v: want ENOENT without its text", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

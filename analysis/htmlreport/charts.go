@@ -122,27 +122,35 @@ func heatChart(r *analysis.Report) chart {
 	return c
 }
 
-// rttChart plots the RTT histogram (per-interval p50s weighted by samples).
+// rttChart plots the distribution of the flows' per-interval p50 and p99
+// RTT weighted by samples, from the min to the max RTT. It is not a
+// histogram of RTT samples: the trace keeps each flow-interval's
+// min/p50/p99/max only.
 func rttChart(r *analysis.Report) chart {
-	c := chart{Title: "RTT histogram"}
-	if len(r.RTTHist) == 0 {
+	c := chart{Title: "TCP RTT: per-interval p50 and p99 of the flows, weighted by samples (not a histogram of samples)"}
+	if len(r.RTTHist) == 0 || r.RTT == nil {
 		c.Missing = "no RTT samples"
 		return c
 	}
 	x := make([]string, len(r.RTTHist))
-	data := make([]opts.BarData, len(r.RTTHist))
+	p50 := make([]opts.BarData, len(r.RTTHist))
+	p99 := make([]opts.BarData, len(r.RTTHist))
 	for i, b := range r.RTTHist {
 		x[i] = fmt.Sprintf("%d-%d", b.LoUs, b.HiUs)
-		data[i] = opts.BarData{Value: b.Samples}
+		p50[i] = opts.BarData{Value: b.Samples}
+		p99[i] = opts.BarData{Value: b.P99Samples}
 	}
+	t := r.RTT
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(initOpts("np_rtt_hist"),
-		charts.WithTitleOpts(opts.Title{Title: "TCP RTT (µs): per-interval p50 of each flow, weighted by rtt_samples"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
+		charts.WithTitleOpts(opts.Title{Title: "TCP RTT (µs): each flow-interval's p50 and p99, weighted by its rtt_samples",
+			Subtitle: fmt.Sprintf("all flows, whole run: min %d µs, max %d µs; p50 of the p50s %d µs, p99 of the p99s %d µs; "+
+				"the trace keeps per-interval min/p50/p99/max, not the samples", t.MinUs, t.MaxUs, t.P50Us, t.P99Us)}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithXAxisOpts(opts.XAxis{Name: "µs"}),
 		charts.WithYAxisOpts(opts.YAxis{Name: "samples"}))
-	bar.SetXAxis(x).AddSeries("samples", data)
+	bar.SetXAxis(x).AddSeries("per-interval p50", p50).AddSeries("per-interval p99", p99)
 	c.snippet = bar.RenderSnippet()
 	return c
 }

@@ -1,7 +1,8 @@
 // Package htmlreport writes a netprof analysis.Report as one self-contained
 // HTML page: the figures and verdicts as tables, and plots (throughput over
 // time with peak / steady state / whole run marked, a per-CPU NET_RX
-// softirq heat map, an RTT histogram, retransmits over time) drawn by
+// softirq heat map, the flows' per-interval p50/p99 RTT weighted by
+// samples, retransmits over time) drawn by
 // Apache ECharts through go-echarts. The ECharts library is embedded in the
 // binary and inlined into the page: it loads nothing from the network.
 package htmlreport
@@ -87,17 +88,22 @@ func tables(r *analysis.Report) []table {
 	}
 	if len(r.CPUs) > 0 {
 		t := table{Caption: "Per-CPU softirq over the " + r.CPUWindow,
-			Head: []string{"cpu", "NET_RX %", "NET_TX %", "max interval NET_RX %", "rx packets", "ns/packet", "NAPI exhausted %", "busiest in"}}
+			Head: []string{"cpu", "NET_RX %", "all softirq % (/proc/stat)", "busy % (/proc/stat)", "NET_TX %",
+				"max interval NET_RX %", "rx packets", "ns/packet", "NAPI exhausted %", "busiest in"}}
 		if r.SoftirqOff != "" {
 			t.Caption += " (NET_RX/NET_TX n/a: " + r.SoftirqOff + ")"
+		}
+		if h := r.HostCPU; h != nil {
+			t.Caption += fmt.Sprintf("; host, all %d CPUs (/proc/stat): busy %.1f%%, softirq of every vector %.1f%%",
+				h.CPUs, 100*h.Busy, 100*h.Softirq)
 		}
 		for _, c := range r.CPUs {
 			rx, tx, maxRx, cost := f1(100*c.Share), f1(100*c.TxShare), f1(100*c.MaxShare), f1(c.PacketCostNs)
 			if r.SoftirqOff != "" {
 				rx, tx, maxRx, cost = "n/a", "n/a", "n/a", "n/a"
 			}
-			t.Rows = append(t.Rows, []string{fmt.Sprint(c.CPU), rx, tx, maxRx,
-				fmt.Sprint(c.RxPackets), cost, f1(100 * c.ExhaustedRatio), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+			t.Rows = append(t.Rows, []string{fmt.Sprint(c.CPU), rx, c.ProcCell(false), c.ProcCell(true), tx, maxRx,
+				fmt.Sprint(c.RxPackets), cost, r.ExhaustedCell(c), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
 		}
 		out = append(out, t)
 	}

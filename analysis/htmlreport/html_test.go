@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,4 +135,32 @@ func tail(s string) string {
 		return s[len(s)-3000:]
 	}
 	return s
+}
+
+// The RTT plot says what it is (per-interval percentiles weighted by
+// samples, not a histogram of samples) with the min and max beside it, and
+// plots the p99s too; the per-CPU table has the /proc/stat columns of the
+// text report and the host line.
+func TestRTTPlotAndProcColumns(t *testing.T) {
+	s := analysistest.Scenario{RatedMbps: 10_000, ProcStat: func(_, c int) (float64, float64) { return 0.25, 0.5 + 0.25*float64(c) }}
+	ifaces, cpus, flows, traffic := s.Tables()
+	r, err := analysis.BuildTables(s.Manifest(), analysis.Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := renderPage(t, r)
+	for _, want := range []string{
+		"per-interval p50 and p99 of the flows, weighted by samples (not a histogram of samples)",
+		fmt.Sprintf("min %d µs, max %d µs", r.RTT.MinUs, r.RTT.MaxUs), `"name":"per-interval p99"`,
+		"<th>all softirq % (/proc/stat)</th><th>busy % (/proc/stat)</th>",
+		"<td>25.0</td><td>50.0</td>", "<td>25.0</td><td>75.0</td>",
+		"host, all 2 CPUs (/proc/stat): busy 62.5%",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "RTT histogram") {
+		t.Error("page still calls the RTT plot a histogram")
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/blobrun"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
-	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/traffic/blob"
 	"github.com/netprof/netprof/traffic/units"
 )
@@ -197,7 +196,7 @@ func blobConfig(c *cli.Context, cmd string) (blobrun.Config, error) {
 	cfg.Auth = blob.AuthMode(c.String("auth"))
 	cfg.Interval, cfg.Out, cfg.Upload = c.Duration("interval"), c.String("out"), c.String("upload")
 	cfg.Argv = os.Args
-	speeds, err := ifaces.ParseSpeedOverrides(c.StringSlice("link-speed"))
+	speeds, err := speedOverrides(c.StringSlice("link-speed"))
 	if err != nil {
 		return cfg, err
 	}

@@ -20,7 +20,7 @@ func TestNewCommandsUsage(t *testing.T) {
 	}{
 		{[]string{"ifaces", "extra"}, "takes no arguments"},
 		{[]string{"ifaces", "--iface", "nosuch0"}, `"nosuch0" not found; interfaces here: lo (loopback)`},
-		{[]string{"ifaces", "--link-speed", "fast"}, "link speed"},
+		{[]string{"ifaces", "--link-speed", "fast"}, "--link-speed"},
 		{[]string{"path"}, "exactly one PEER"},
 		{[]string{"path", "not-an-ip"}, "literal IP"},
 		{[]string{"path", "--port", "0", "127.0.0.1"}, "--port"},

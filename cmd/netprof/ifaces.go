@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 )
@@ -19,7 +20,7 @@ func selectFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "iface", Usage: "interface(s) to count, by name or ifindex; \"auto\" follows the default route (default)", EnvVars: []string{"NETPROF_IFACE"}},
 		&cli.StringSliceFlag{Name: "driver", Usage: "count the interface(s) bound to this kernel driver (e.g. mana, hv_netvsc, mlx5_core)", EnvVars: []string{"NETPROF_DRIVER"}},
-		&cli.StringSliceFlag{Name: "link-speed", Usage: "rated link speed when the driver reports none: RATE for the counted interface(s) or NAME=RATE (decimal: 100G, 25Gbit, 40000M)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
+		&cli.StringSliceFlag{Name: "link-speed", Usage: "rated link speed when the driver reports none: RATE for the counted interface(s) or NAME=RATE (a unit is required, decimal: 100Gbit, 25Gbit, 40000Mbit)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 	}
 }
 
@@ -54,7 +55,7 @@ func ifacesCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageError{fmt.Errorf("ifaces takes no arguments (got %q); flags go before arguments", c.Args().Slice())}
 			}
-			speeds, err := ifaces.ParseSpeedOverrides(c.StringSlice("link-speed"))
+			speeds, err := speedOverrides(c.StringSlice("link-speed"))
 			if err != nil {
 				return usageError{err}
 			}
@@ -84,6 +85,31 @@ func ifacesCommand() *cli.Command {
 			return writeIfacesText(c.App.Writer, links, groups, sel, selErr)
 		},
 	}
+}
+
+// speedOverrides parses --link-speed values of ifaces, watch and blob:
+// "NAME=RATE" for one interface, a bare "RATE" for the counted ones (key
+// ""), into Mbit/s. RATE is parsed as bench's and analyze's --link-speed
+// (analysis.ParseRate): a unit is required, so ethtool's "10000" (Mb/s)
+// is refused with a suggestion rather than read as 10000 bit/s.
+func speedOverrides(vals []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, v := range vals {
+		name, rate, ok := strings.Cut(v, "=")
+		if !ok {
+			name, rate = "", v
+		}
+		bps, err := analysis.ParseRate(rate)
+		if err != nil {
+			return nil, fmt.Errorf("--link-speed: %w", err)
+		}
+		mbps := int64(bps/1e6 + 0.5)
+		if mbps < 1 {
+			return nil, fmt.Errorf("--link-speed %q: below 1 Mbit/s", v)
+		}
+		out[strings.TrimSpace(name)] = mbps
+	}
+	return out, nil
 }
 
 // explicit reports whether the user named interfaces or drivers (then a

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -42,15 +43,25 @@ func main() {
 
 func run(ctx context.Context, args []string, log *slog.Logger) int {
 	app := newApp(log)
-	err := app.RunContext(ctx, args)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "netprof: %v\n", err)
+	return exitCode(ctx, app.RunContext(ctx, args), os.Stderr)
+}
+
+// exitCode prints err (once) on w and returns the exit code. A command
+// interrupted by Ctrl-C or SIGTERM is reported as interrupted, not with
+// the bare "context canceled" of whatever it was doing.
+func exitCode(ctx context.Context, err error, w io.Writer) int {
 	var ue usageError
-	if errors.As(err, &ue) {
+	switch {
+	case err == nil:
+		return 0
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintln(w, "netprof: interrupted")
+		return exitFailed
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "netprof: %v\n", err)
 		return exitUsage
 	}
+	fmt.Fprintf(w, "netprof: %v\n", err)
 	return exitFailed
 }
 

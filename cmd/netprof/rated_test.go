@@ -42,6 +42,15 @@ func TestBenchRatedFlags(t *testing.T) {
 		{[]string{"bench", "--link-speed", "fast"}, "--link-speed"},
 		{[]string{"bench", "--link-speed", "0Gbit"}, "--link-speed"},
 		{[]string{"bench", "--expect-rtt", "-1ms"}, "--expect-rtt"},
+		// A rated speed needs a unit: a bare number (ethtool's 10000 is
+		// Mb/s) was bit/s, and bench ran with "rated 0.00 Gbit/s".
+		{[]string{"bench", "--link-speed", "10"}, "--link-speed: rate \"10\": a bare number has no unit: write e.g. 10Gbit"},
+		{[]string{"sweep", "--link-speed", "10000"}, "ethtool's 10000 is Mb/s: 10000Mbit"},
+		{[]string{"analyze", "--link-speed", "10000", "/nonexistent"}, "--link-speed: rate \"10000\": a bare number"},
+		{[]string{"analyze", "--target", "80", "/nonexistent"}, "--target: rate \"80\": a bare number"},
+		{[]string{"ifaces", "--link-speed", "10000"}, "--link-speed: rate \"10000\": a bare number"},
+		{[]string{"ifaces", "--link-speed", "eth0=25"}, "--link-speed: rate \"25\": a bare number"},
+		{[]string{"watch", "--link-speed", "100"}, "10000Mbit"},
 	} {
 		if code, _, stderr := runBin(t, bin, nil, c.args...); code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", c.args, code, stderr, exitUsage, c.want)

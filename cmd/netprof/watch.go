@@ -11,7 +11,6 @@ import (
 
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
-	"github.com/netprof/netprof/probes/ifaces"
 )
 
 func watchCommand(log *slog.Logger) *cli.Command {
@@ -64,7 +63,7 @@ func watchCommand(log *slog.Logger) *cli.Command {
 }
 
 func watchConfig(c *cli.Context) (watch.Config, error) {
-	speeds, err := ifaces.ParseSpeedOverrides(c.StringSlice("link-speed"))
+	speeds, err := speedOverrides(c.StringSlice("link-speed"))
 	if err != nil {
 		return watch.Config{}, err
 	}

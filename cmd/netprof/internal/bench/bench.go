@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/analysis"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
@@ -222,7 +223,7 @@ func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, sample
 	// with figures of the same interval; the timeline comes last: it marks
 	// the traffic rows with their phase and takes the CPU figures.
 	samplers = append(samplers, cpu, &trafficSampler{sources: []func() []traffic.StreamSample{d.samples}}, tl)
-	lv := newLive(cfg.Live, d)
+	lv := newLive(cfg.Live, cfg.Interval, d)
 	rec := &loader.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log,
 		OnInterval: func(end time.Time, iv *trace.Interval) {
 			tl.ended(end)
@@ -285,7 +286,7 @@ func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle
 }
 
 func offProbes() []trace.Probe {
-	return []trace.Probe{{Name: "all", Reason: "--no-bpf: probes off"}}
+	return probeset.Off("--no-bpf: probes off")
 }
 
 // describeBed returns both veth ends with netlink handles in their

@@ -216,6 +216,13 @@ func TestBenchNoBPF(t *testing.T) {
 	if !strings.Contains(b.String(), "probes off") {
 		t.Errorf("report does not say the probes were off:\n%s", b.String())
 	}
+	// The note names what was off, never "probe all () not attached".
+	if strings.Contains(b.String(), "()") || !strings.Contains(b.String(), "probe all (every probe group: netdev, napi, softirq, tcp, sockstate) not attached: --no-bpf") {
+		t.Errorf("report's probes-off note:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "probes off (--no-bpf)") {
+		t.Errorf("config line does not say --no-bpf:\n%s", b.String())
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

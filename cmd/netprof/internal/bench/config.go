@@ -264,6 +264,14 @@ func (c Config) manifestConfig() map[string]any {
 	if len(c.Ports) > 0 {
 		m["ports"] = c.Ports
 	}
+	// The probe selection as asked (--probes; absent: every group) and
+	// --bpf-stats=false, for the report's config line.
+	if len(c.Probes) > 0 && !c.NoBPF {
+		m["probes"] = c.Probes
+	}
+	if !c.BPFStats && !c.NoBPF {
+		m["bpf_stats"] = false
+	}
 	if !c.SockOpts.IsZero() {
 		m["socket_options"] = sockOptsConfig(c.SockOpts)
 	}

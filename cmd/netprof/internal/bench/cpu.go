@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 // and cool-down left out). Host figures come from /proc/stat (every CPU of
 // the machine, whatever ran there), process figures from getrusage of the
 // netprof process on that end. Per-GB figures divide by the payload that
-// end moved (sent plus received, 10^9 bytes a GB); they are null when it
-// moved nothing.
+// end moved (sent plus received, 10^9 bytes a GB; on the local test bed,
+// where one host is both ends, each byte once: MovedBasis says which);
+// they are null when it moved nothing.
 type CPUFigures struct {
 	// End says which machine: "local", "peer", or "local test bed (both
 	// ends)"; Role what it did ("sender", "receiver", "both").
@@ -43,11 +45,24 @@ type CPUFigures struct {
 	HostCPUSeconds    float64 `json:"host_busy_cpu_s"`
 	ProcessCPUSeconds float64 `json:"process_cpu_s"`
 	ProcessCPUPct     float64 `json:"process_cpu_pct_of_one_cpu"`
-	// MovedBytes is the payload this end sent plus received.
+	// MovedBytes is the payload the per-GB figures divide by: what this
+	// end sent plus received, or on the local test bed (one host is both
+	// ends) each byte once; MovedBasis says which.
 	MovedBytes             uint64   `json:"moved_app_bytes"`
+	MovedBasis             string   `json:"moved_app_bytes_basis"`
 	HostCPUSecondsPerGB    *float64 `json:"host_cpu_s_per_gb"`
 	ProcessCPUSecondsPerGB *float64 `json:"process_cpu_s_per_gb"`
+	// Note explains figures that look inconsistent: the process's CPU
+	// above the host's busy CPU (/proc/stat is tick-sampled and misses
+	// short bursts, e.g. the --rtt delay line's wake-ups).
+	Note string `json:"note,omitempty"`
 }
+
+// Bases of CPUFigures.MovedBytes.
+const (
+	MovedSentReceived = "sent plus received by this end"
+	MovedOnce         = "transferred, each byte once (this host is both ends: it sent and received every byte)"
+)
 
 // phasedUsage is one interval's CPU use with its phase.
 type phasedUsage struct {
@@ -59,7 +74,7 @@ type phasedUsage struct {
 // cpuFigures aggregates the measured intervals of us. ok is false when
 // none has CPU figures.
 func cpuFigures(us []phasedUsage, moved uint64) (CPUFigures, bool) {
-	f := CPUFigures{BusiestSoftIRQCPU: -1, MovedBytes: moved}
+	f := CPUFigures{BusiestSoftIRQCPU: -1, MovedBytes: moved, MovedBasis: MovedSentReceived}
 	var ns float64
 	var busiest []float64
 	count := map[int]int{}
@@ -90,6 +105,11 @@ func cpuFigures(us []phasedUsage, moved uint64) (CPUFigures, bool) {
 	f.HostCPUSeconds = f.BusyPct / 100 * float64(f.CPUs) * f.Seconds
 	f.ProcessCPUPct = 100 * f.ProcessCPUSeconds / f.Seconds
 	f.BusiestSoftIRQPct, f.BusiestSoftIRQCPU = medianOf(busiest), mostOften(count)
+	if f.ProcessCPUSeconds > f.HostCPUSeconds {
+		f.Note = fmt.Sprintf("netprof's own CPU (%.2f s, getrusage, exact) exceeds the host's busy CPU (%.2f s, /proc/stat): "+
+			"/proc/stat is tick-sampled (10 ms) and misses short bursts (e.g. the --rtt delay line's wake-ups), "+
+			"so the host figures read low here", f.ProcessCPUSeconds, f.HostCPUSeconds)
+	}
 	if moved > 0 {
 		gb := float64(moved) / 1e9
 		h, p := f.HostCPUSeconds/gb, f.ProcessCPUSeconds/gb

@@ -14,14 +14,22 @@ import (
 // Gbit/s), the sender's retransmits (TCP_INFO), the busiest CPU (NET_RX
 // softirq share from the BPF probe, else all softirqs from /proc/stat),
 // the peer's latest report, and the phase when it is not "measure".
+//
+// The recorder's final interval is the short rest after the last full one
+// (the drain after the sender stopped): it is printed only when payload
+// moved in it, with its end to the millisecond, never as "10.0-10.0 s
+// sent 0.000 Gbit/s". A peer report is shown once, on the first line after
+// it arrived.
 type live struct {
-	w    io.Writer
-	peer func() (control.Interval, bool)
+	w        io.Writer
+	period   time.Duration
+	peer     func() (control.Interval, bool)
+	peerSeen int // reports shown: the next one shown has Index >= peerSeen
 }
 
 // newLive returns a live line writer; a nil w writes nothing.
-func newLive(w io.Writer, d driver) *live {
-	l := &live{w: w}
+func newLive(w io.Writer, period time.Duration, d driver) *live {
+	l := &live{w: w, period: period}
 	if pd, ok := d.(*peerDriver); ok {
 		l.peer = pd.latest
 	}
@@ -35,7 +43,14 @@ func (l *live) line(tl *timeline, iv *trace.Interval) {
 		return
 	}
 	from := li.end.Add(-time.Duration(li.ns)).Sub(tl.t0).Seconds()
-	parts := []string{fmt.Sprintf("%5.1f-%.1f s", from, li.end.Sub(tl.t0).Seconds())}
+	span := fmt.Sprintf("%5.1f-%.1f s", from, li.end.Sub(tl.t0).Seconds())
+	if short := time.Duration(li.ns) < l.period/2; short {
+		if li.sent == 0 && li.received == 0 {
+			return
+		}
+		span = fmt.Sprintf("%5.1f-%.3f s", from, li.end.Sub(tl.t0).Seconds())
+	}
+	parts := []string{span}
 	if li.sent > 0 || li.received == 0 {
 		parts = append(parts, "sent "+gbps(li.sent, li.ns))
 	}
@@ -47,7 +62,8 @@ func (l *live) line(tl *timeline, iv *trace.Interval) {
 	}
 	parts = append(parts, busiest(iv, li))
 	if l.peer != nil {
-		if p, ok := l.peer(); ok {
+		if p, ok := l.peer(); ok && p.Index >= l.peerSeen {
+			l.peerSeen = p.Index + 1
 			parts = append(parts, peerLine(p))
 		}
 	}

@@ -97,7 +97,7 @@ func (s *Summary) addLocal(cfg Config, tl *timeline) {
 		f.Role = "both"
 	}
 	if both {
-		f.End, f.Role = "local test bed (both ends)", "both"
+		f.End, f.Role, f.MovedBasis = "local test bed (both ends)", "both", MovedOnce
 	}
 	s.CPU = append([]CPUFigures{f}, s.CPU...)
 }

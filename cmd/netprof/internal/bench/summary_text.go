@@ -3,11 +3,13 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/traffic/units"
 )
 
@@ -30,7 +32,7 @@ func (s *Summary) writeCPU(b *strings.Builder) {
 		return
 	}
 	b.WriteString("cpu over the measured intervals (host: % of all CPUs, /proc/stat; process: netprof's own, getrusage;\n" +
-		"per GB: CPU seconds per 10^9 payload bytes that end sent plus received)\n")
+		"per GB: CPU seconds per 10^9 payload bytes " + movedBases(s.CPU) + ")\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "end\trole\tuser %\tsystem %\tsoftirq %\tbusy %\tbusiest CPU softirq % (median)\tprocess CPU s\thost CPU s/GB\tprocess CPU s/GB")
 	for _, f := range s.CPU {
@@ -42,6 +44,43 @@ func (s *Summary) writeCPU(b *strings.Builder) {
 			f.SoftIRQPct, f.BusyPct, cpu, f.ProcessCPUSeconds, f.ProcessCPUPct, perGB(f.HostCPUSecondsPerGB), perGB(f.ProcessCPUSecondsPerGB))
 	}
 	_ = tw.Flush()
+	for _, f := range s.CPU {
+		if f.Note != "" {
+			fmt.Fprintf(b, "  note (%s): %s\n", f.End, f.Note)
+		}
+	}
+}
+
+// movedBases says what the per-GB figures divide by, per end when the
+// ends differ.
+func movedBases(fs []CPUFigures) string {
+	var out []string
+	for _, f := range fs {
+		if b := movedBasis(f); !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	var parts []string
+	for _, f := range fs {
+		parts = append(parts, f.End+": "+movedBasis(f))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// movedBasis returns f's MovedBasis; a summary recorded before it was
+// (read back by analyze) divided by each byte once on the local test bed
+// (role both, no peer) and by sent plus received otherwise.
+func movedBasis(f CPUFigures) string {
+	switch {
+	case f.MovedBasis != "":
+		return f.MovedBasis
+	case f.Role == "both" && strings.HasPrefix(f.End, "local test bed"):
+		return MovedOnce
+	}
+	return MovedSentReceived
 }
 
 func perGB(v *float64) string {
@@ -108,15 +147,9 @@ func (s *Summary) writeSockOpts(b *strings.Builder) {
 	}
 }
 
-func requested(m map[string]any) string {
-	var parts []string
-	for _, k := range []string{"window_bytes", "congestion", "mss_bytes", "nodelay", "bind_dev", "pacing_rate_bit_per_s"} {
-		if v, ok := m[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-		}
-	}
-	return strings.Join(parts, " ")
-}
+// requested formats the asked socket options with units (numbers are
+// float64 once the summary was read back from manifest.json).
+func requested(m map[string]any) string { return analysis.SocketOptionsText(m) }
 
 func orNA(s string) string {
 	if s == "" {

@@ -72,6 +72,13 @@ func Parse(s string) ([]string, error) {
 	return out, nil
 }
 
+// Off is the manifest's probe list of a run with no probe attached at all
+// (--no-bpf, or BPF unavailable): one entry named "all" whose hook names
+// every group, with the reason.
+func Off(reason string) []trace.Probe {
+	return []trace.Probe{{Name: "all", Hook: "every probe group: " + strings.ReplaceAll(groupNames(), ",", ", "), Reason: reason}}
+}
+
 // NotSelected is the reason recorded for a program --probes left out.
 const NotSelected = trace.ReasonNotSelected
 

@@ -2,6 +2,7 @@ package probeset
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +41,19 @@ func TestParse(t *testing.T) {
 	}
 	if len(seen) != 8 {
 		t.Errorf("%d programs in the groups, want the 8 attached programs", len(seen))
+	}
+}
+
+// A run with no probe at all records one "all" entry whose hook names
+// every group (the report's note printed "probe all () not attached").
+func TestOff(t *testing.T) {
+	ps := Off("--no-bpf: probes off")
+	if len(ps) != 1 || ps[0].Name != "all" || ps[0].Attached || ps[0].Reason != "--no-bpf: probes off" {
+		t.Fatalf("Off = %+v", ps)
+	}
+	for _, g := range Groups {
+		if !strings.Contains(ps[0].Hook, g.Name) {
+			t.Errorf("hook %q lacks group %s", ps[0].Hook, g.Name)
+		}
 	}
 }

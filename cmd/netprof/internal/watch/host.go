@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
@@ -48,7 +49,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 		ns.Close()
 		return nil, err
 	}
-	ps := &probes{status: []trace.Probe{{Name: "all", Reason: "--no-bpf: probes off"}}}
+	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !hc.NoBPF {
 		ps = loadProbes(tr, log)
 	}

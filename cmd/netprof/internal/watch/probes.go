@@ -27,7 +27,7 @@ type probes struct {
 func loadProbes(tr *ifaces.Tracker, log *slog.Logger) *probes {
 	ps := &probes{}
 	if err := loader.Check(log); err != nil {
-		ps.status = []trace.Probe{{Name: "all", Reason: err.Error()}}
+		ps.status = probeset.Off(err.Error())
 		return ps
 	}
 	ps.set = probeset.New(nil, true, log)

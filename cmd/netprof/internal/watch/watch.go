@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Counted: sel.Counted()}
-	ps := &probes{status: []trace.Probe{{Name: "all", Reason: "--no-bpf: probes off"}}}
+	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !cfg.NoBPF {
 		ps = loadProbes(tr, log)
 	}
@@ -140,7 +141,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 				cfg.Metrics.SetRTTP50(s.RTTP50)
 			}
 		}
-		s.write(cfg.W, end.Sub(start), cfg.Duration)
+		// The final interval after --duration or Ctrl-C is the short rest
+		// after the last full one: in the trace, not printed (it repeated
+		// the last line's elapsed time with rates of a few ms).
+		if runCtx.Err() == nil || s.Interval >= cfg.Interval/2 {
+			s.write(cfg.W, end.Sub(start), cfg.Duration)
+		}
 		if cfg.OnInterval != nil {
 			cfg.OnInterval(s)
 		}

@@ -248,6 +248,24 @@ func TestWatchSpeedUnknownNoUtilAbove100(t *testing.T) {
 	}
 }
 
+// watch --duration prints one line per full interval: the short final
+// interval the recorder adds at the end is recorded but not printed (it
+// printed the last line twice).
+func TestWatchDurationLines(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	var b strings.Builder
+	res, err := Run(context.Background(), Config{Select: ifaces.Selector{Names: []string{bed.B().Link}},
+		Netns: bed.B().Do, NetnsInode: bed.B().NetnsInode(), W: &b, NoBPF: true,
+		Interval: 250 * time.Millisecond, Duration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(b.String(), " elapsed, ")
+	if lines != 4 || res.Intervals < 4 {
+		t.Errorf("%d lines for %d intervals, want 4 lines:\n%s", lines, res.Intervals, b.String())
+	}
+}
+
 // A name that matches nothing is a usage error listing what exists.
 func TestWatchNoSuchInterface(t *testing.T) {
 	bed := testbedtest.New(t, testbed.Options{})
