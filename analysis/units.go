@@ -1,9 +1,7 @@
 package analysis
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/netprof/netprof/traffic/units"
@@ -114,20 +112,13 @@ func FormatSize(n int64) string { return fmtSize(n) }
 // decimals, without the unit: 183.6e9 → "183.60".
 func FormatGbps(bps float64) string { return Decimal.FormatRate(bps) }
 
-// ParseRate parses a rated speed or target rate the way the generator's
-// flags do (traffic/units.ParseRate: "80Gbit", "10Gbit/s", "25G",
-// "100Mbit", "1.25GB/s" decimal; "171Gibit" binary) and returns bit/s. A
-// unit is required: a bare number is an error (ErrNoUnit), since ethtool
-// prints speeds in Mb/s ("10000") and the generator would read bit/s. A
-// rate <= 0 is an error.
+// ParseRate parses a rated speed or target rate (traffic/units.ParseLinkRate:
+// "80Gbit", "10Gbit/s", "25G", "100Mbit", "1.25GB/s" decimal; "171Gibit"
+// binary) and returns bit/s. A unit is required: a bare number is an error
+// wrapping ErrNoUnit (ethtool prints speeds in Mb/s). A rate <= 0 is an
+// error.
 func ParseRate(s string) (float64, error) {
-	if t := strings.TrimSpace(s); t != "" {
-		if _, err := strconv.ParseFloat(t, 64); err == nil {
-			return 0, fmt.Errorf("rate %q: %w: write e.g. 10Gbit or 100Gbit/s "+
-				"(ethtool's 10000 is Mb/s: 10000Mbit)", s, ErrNoUnit)
-		}
-	}
-	r, err := units.ParseRate(s)
+	r, err := units.ParseLinkRate(s)
 	if err != nil {
 		return 0, err
 	}
@@ -138,7 +129,7 @@ func ParseRate(s string) (float64, error) {
 }
 
 // ErrNoUnit is wrapped by ParseRate's error for a bare number.
-var ErrNoUnit = errors.New("a bare number has no unit")
+var ErrNoUnit = units.ErrNoUnit
 
 // fmtRate formats bit/s with its unit: "9.60 Gbit/s".
 func fmtRate(u Units, bps float64) string { return u.FormatRate(bps) + " " + u.RateUnit() }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 )
@@ -87,27 +86,12 @@ func ifacesCommand() *cli.Command {
 	}
 }
 
-// speedOverrides parses --link-speed values of ifaces, watch and blob:
-// "NAME=RATE" for one interface, a bare "RATE" for the counted ones (key
-// ""), into Mbit/s. RATE is parsed as bench's and analyze's --link-speed
-// (analysis.ParseRate): a unit is required, so ethtool's "10000" (Mb/s)
-// is refused with a suggestion rather than read as 10000 bit/s.
+// speedOverrides parses --link-speed values of ifaces, watch and blob
+// (ifaces.ParseSpeedOverrides: "NAME=RATE" or "RATE", a unit required).
 func speedOverrides(vals []string) (map[string]int64, error) {
-	out := map[string]int64{}
-	for _, v := range vals {
-		name, rate, ok := strings.Cut(v, "=")
-		if !ok {
-			name, rate = "", v
-		}
-		bps, err := analysis.ParseRate(rate)
-		if err != nil {
-			return nil, fmt.Errorf("--link-speed: %w", err)
-		}
-		mbps := int64(bps/1e6 + 0.5)
-		if mbps < 1 {
-			return nil, fmt.Errorf("--link-speed %q: below 1 Mbit/s", v)
-		}
-		out[strings.TrimSpace(name)] = mbps
+	out, err := ifaces.ParseSpeedOverrides(vals)
+	if err != nil {
+		return nil, fmt.Errorf("--link-speed: %w", err)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic/units"
 )
 
 func lk(idx int, name, kind, driver string, master, lower int, mac string) linkstats.Link {
@@ -120,16 +121,20 @@ func TestSelectPairOnce(t *testing.T) {
 }
 
 func TestParseSpeed(t *testing.T) {
-	for in, want := range map[string]int64{"100G": 100000, "25Gbit": 25000, "200Gbit/s": 200000, "40000M": 40000, "10000": 10000, "2.5g": 2500} {
+	for in, want := range map[string]int64{"100G": 100000, "25Gbit": 25000, "200Gbit/s": 200000, "40000M": 40000, "10000Mbit": 10000, "2.5g": 2500} {
 		got, err := ParseSpeed(in)
 		if err != nil || got != want {
 			t.Errorf("ParseSpeed(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "fast", "-1G", "0"} {
+	for _, bad := range []string{"", "fast", "-1G", "0", "0G", "10000", "500k"} {
 		if _, err := ParseSpeed(bad); err == nil {
 			t.Errorf("ParseSpeed(%q) accepted", bad)
 		}
+	}
+	// ethtool's bare Mb/s figure is refused with the suggestion.
+	if _, err := ParseSpeed("10000"); err == nil || !errors.Is(err, units.ErrNoUnit) || !strings.Contains(err.Error(), "10000Mbit") {
+		t.Errorf("ParseSpeed(10000) error %v: want ErrNoUnit suggesting 10000Mbit", err)
 	}
 	o, err := ParseSpeedOverrides([]string{"eth0=100G", "25G"})
 	if err != nil || o["eth0"] != 100000 || o[""] != 25000 {

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/traffic/units"
 )
 
 // Auto is the interface name that selects the interface(s) of the default
@@ -176,27 +177,18 @@ func isDefault(n *net.IPNet) bool {
 	return ones == 0
 }
 
-// ParseSpeed parses a link speed such as "100G", "25Gbit", "200Gbit/s",
-// "40000M" or "10000" (Mbit/s when no unit) into decimal Mbit/s.
+// ParseSpeed parses a link speed such as "100G", "25Gbit", "200Gbit/s" or
+// "40000Mbit" (traffic/units.ParseLinkRate: the unit is required, so
+// ethtool's bare "10000" is refused with a suggestion) into decimal Mbit/s.
 func ParseSpeed(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t, "/s"), "bit"), "bps")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "t"):
-		mult, t = 1e6, strings.TrimSuffix(t, "t")
-	case strings.HasSuffix(t, "g"):
-		mult, t = 1e3, strings.TrimSuffix(t, "g")
-	case strings.HasSuffix(t, "m"):
-		t = strings.TrimSuffix(t, "m")
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1e-3, strings.TrimSuffix(t, "k")
+	r, err := units.ParseLinkRate(s)
+	if err != nil {
+		return 0, err
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 || v*mult < 1 {
-		return 0, fmt.Errorf("link speed %q: want a positive rate like 100G, 25Gbit or 40000M (decimal)", s)
+	if r < units.Mbps {
+		return 0, fmt.Errorf("link speed %q: below 1 Mbit/s", s)
 	}
-	return int64(v*mult + 0.5), nil
+	return int64((r + units.Mbps/2) / units.Mbps), nil
 }
 
 // ParseSpeedOverrides parses --link-speed values: "NAME=RATE" applies to
@@ -212,7 +204,7 @@ func ParseSpeedOverrides(vals []string) (map[string]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[name] = mbps
+		out[strings.TrimSpace(name)] = mbps
 	}
 	return out, nil
 }

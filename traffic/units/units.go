@@ -180,6 +180,27 @@ func ParseRate(s string) (Rate, error) {
 	return Rate(q.Int64()), nil
 }
 
+// ErrNoUnit is wrapped by ParseLinkRate's error for a bare number.
+var ErrNoUnit = errors.New("a bare number has no unit")
+
+// ParseLinkRate is ParseRate for a link's rated speed or a target rate:
+// the unit is required — a bare number is an error wrapping ErrNoUnit,
+// because ethtool prints speeds in Mb/s ("10000") while ParseRate reads a
+// bare number as bit/s — and the rate must be positive (ErrRange).
+func ParseLinkRate(s string) (Rate, error) {
+	r, unit, err := splitNumber("rate", s)
+	if err != nil {
+		return 0, err
+	}
+	if unit == "" {
+		return 0, fmt.Errorf("rate %q: %w: write e.g. 10Gbit or 100Gbit/s (ethtool's 10000 is Mb/s: 10000Mbit)", s, ErrNoUnit)
+	}
+	if r.Sign() <= 0 {
+		return 0, fmt.Errorf("rate %q: must be positive: %w", s, ErrRange)
+	}
+	return ParseRate(s)
+}
+
 // rateMultiplier returns bits per second per unit.
 func rateMultiplier(in, unit string) (int64, error) {
 	if p, ok := ratePrefix(unit); ok {

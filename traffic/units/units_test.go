@@ -241,3 +241,15 @@ func TestSet(t *testing.T) {
 		t.Errorf("Set(10GB) = %v and changed the value to %d", err, r)
 	}
 }
+
+func TestParseLinkRate(t *testing.T) {
+	if r, err := units.ParseLinkRate("10000Mbit"); err != nil || r != 10*units.Gbps {
+		t.Errorf("ParseLinkRate(10000Mbit) = %d, %v", r, err)
+	}
+	for in, want := range map[string]error{"10000": units.ErrNoUnit, " 25 ": units.ErrNoUnit, "0G": units.ErrRange,
+		"-1G": units.ErrRange, "fast": units.ErrSyntax} {
+		if _, err := units.ParseLinkRate(in); !errors.Is(err, want) {
+			t.Errorf("ParseLinkRate(%q) error %v, want %v", in, err, want)
+		}
+	}
+}
