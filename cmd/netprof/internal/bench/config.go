@@ -42,7 +42,7 @@ type Config struct {
 	FlowEntries uint32
 	// BPFStats turns on the kernel's BPF run-time statistics for the run
 	// (the probes table's run_count and run_time_ns; 0 without it). On by
-	// default; off saves the two clock reads per program run (1–2%).
+	// default; off saves the two clock reads per program run (~40 ns here).
 	BPFStats bool
 	// Probes selects the probe groups to attach (probeset.Groups, `--probes`);
 	// nil attaches all of them.
