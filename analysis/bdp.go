@@ -69,7 +69,9 @@ func (b *builder) bdp() {
 	rtt := time.Duration(floor) * time.Microsecond
 	d.Bytes = d.RateBps / 8 * rtt.Seconds()
 	d.TargetBps, d.TargetSource = b.opts.TargetBps, "--target"
-	if d.TargetBps == 0 && r.RatedBps > 0 {
+	// A rated speed below the measured rate (wire-bound skipped) is no
+	// target: the streams needed to reach it would be meaningless.
+	if d.TargetBps == 0 && r.RatedBps > 0 && !newFacts(r, b.th).ratedTooLow() {
 		d.TargetBps, d.TargetSource = r.RatedBps, "rated link speed ("+r.RatedSource+")"
 	}
 	d.TargetBytes = d.TargetBps / 8 * rtt.Seconds()
@@ -176,6 +178,10 @@ func (g *HeaderGap) Cause() string {
 		return fmt.Sprintf("headers at MTU %d / MSS %d: %d B IP+TCP (%s) per full segment, no Ethernet header or framing (TUN device) = %.2f%% expected",
 			g.MTU, g.MSS, g.HeaderBytes, g.HeaderSource, g.ExpectedPct)
 	}
+	if g.Loopback {
+		return fmt.Sprintf("headers at MTU %d / MSS %d: %d B IP+TCP (%s) + %d B Ethernet header per full segment, no framing (loopback) = %.2f%% expected",
+			g.MTU, g.MSS, g.HeaderBytes, g.HeaderSource, g.L2Bytes, g.ExpectedPct)
+	}
 	return fmt.Sprintf("headers at MTU %d / MSS %d: %d B IP+TCP (%s) + %d B Ethernet + %d B preamble/SFD/FCS/gap per full segment = %.2f%% expected",
 		g.MTU, g.MSS, g.HeaderBytes, g.HeaderSource, g.L2Bytes, g.FramingBytes, g.ExpectedPct)
 }
@@ -201,11 +207,14 @@ func (b *builder) gaps() {
 				d.Name, app.W.TotalBytes, wire.W.TotalBytes, d.Iface))
 			continue
 		}
-		g := &HeaderGap{AppBytes: app.W.TotalBytes, WireBytes: wire.W.TotalBytes, MTU: d.IfaceMTU, MSS: mss, NoL2: d.NoL2}
+		g := &HeaderGap{AppBytes: app.W.TotalBytes, WireBytes: wire.W.TotalBytes, MTU: d.IfaceMTU, MSS: mss, NoL2: d.NoL2, Loopback: d.Loopback}
 		g.Pct = (float64(g.WireBytes) - float64(g.AppBytes)) / float64(g.WireBytes) * 100
 		if g.MTU > 0 && g.MSS > 0 {
 			g.HeaderBytes, g.HeaderSource = segmentHeader(g.MTU, g.MSS, family)
-			if !g.NoL2 {
+			switch {
+			case g.Loopback:
+				g.L2Bytes = EthernetHeaderBytes
+			case !g.NoL2:
 				g.L2Bytes, g.FramingBytes = EthernetHeaderBytes, EthernetOverheadBytes
 			}
 			seg := g.MSS + g.HeaderBytes + g.L2Bytes + g.FramingBytes
@@ -213,4 +222,12 @@ func (b *builder) gaps() {
 		}
 		d.Gap = g
 	}
+}
+
+// streamsText formats a stream count: "1 stream", "4 streams".
+func streamsText(n int) string {
+	if n == 1 {
+		return "1 stream"
+	}
+	return fmt.Sprintf("%d streams", n)
 }

@@ -236,9 +236,9 @@ func (b *builder) noteProbesOff() {
 	case cpuRows == 0 && flowRows == 0:
 		b.r.note("probes off: no softirq/RTT figures (cpus and flows tables empty)")
 	case cpuRows == 0:
-		b.r.note("probes off: no softirq figures (cpus table empty)")
+		b.r.note(b.r.probesOff("no softirq figures (cpus table empty)", "np_si_", "np_nd_"))
 	case flowRows == 0:
-		b.r.note("probes off: no RTT or BPF retransmit figures (flows table empty)")
+		b.r.note(b.r.probesOff("no RTT or BPF retransmit figures (flows table empty)", "np_tcp_", "np_nd_rx", "np_nd_tx"))
 	}
 }
 
@@ -264,7 +264,8 @@ func (b *builder) noteManifest() {
 }
 
 // noteDelayLine notes a bench --rtt run whose delay line released packets
-// late (manifest config delay_line: it was CPU-bound): RTT under load then
+// late (manifest config delay_line: the user-space line's timer or
+// scheduling; not necessarily a busy CPU): RTT under load then
 // reads above the asked RTT; the minimum RTT is not affected.
 func (b *builder) noteDelayLine() {
 	dl, ok := b.r.Manifest.Config["delay_line"].(map[string]any)
@@ -280,8 +281,8 @@ func (b *builder) noteDelayLine() {
 	if pkts == 0 || late == 0 {
 		return
 	}
-	b.r.note(fmt.Sprintf("delay line (bench --rtt): %d of %d packets (%s) released late, up to %s late (manifest config delay_line): "+
-		"the line was CPU-bound, so RTT under load (p50, p99, srtt) reads above the asked RTT; min RTT is not affected",
+	b.r.note(fmt.Sprintf("delay line (bench --rtt): %d of %d packets (%s) released late (the user-space line's timer or scheduling), "+
+		"up to %s late (manifest config delay_line), so RTT under load (p50, p99, srtt) reads above the asked RTT; min RTT is not affected",
 		late, pkts, pct(float64(late)/float64(pkts)), fmtUs(float64(maxLate)/1e3)))
 }
 

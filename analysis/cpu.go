@@ -101,8 +101,8 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 func (a *cpuAcc) finish(b *builder) {
 	r := b.r
 	if a.rows == 0 {
-		r.reasons[figCPU] = "no cpus rows: probes off"
-		r.reasons[figProcStat] = "no cpus rows (the /proc/stat columns are in them): probes off"
+		r.reasons[figCPU] = r.probesOff("no cpus rows", "np_si_", "np_nd_")
+		r.reasons[figProcStat] = r.probesOff("no cpus rows (the /proc/stat columns are in them)", "np_si_", "np_nd_")
 		return
 	}
 	shares := make([]float64, 0, len(a.byInterval))

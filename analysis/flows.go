@@ -92,6 +92,14 @@ func (a *flowAcc) finish(b *builder) {
 	}
 	r.RTTHist = all.histogram()
 	if a.rows > 0 {
+		if why, down := r.programsDown("flows tx/rx bytes not counted", "np_nd_rx", "np_nd_tx"); down {
+			r.reasons[figFlowBytes] = why
+		}
+		if why, down := r.programsDown("flows snd_cwnd, mss, srtt not sampled", "np_tcp_probe"); down {
+			r.reasons[figFlowTCP] = why
+		}
+	}
+	if a.rows > 0 {
 		if p, off := retransmitProbeOff(r.Manifest); off {
 			r.reasons[figFlowRetx] = "probe " + p.Name + " not attached: " + orDash(p.Reason)
 		} else {
@@ -99,6 +107,47 @@ func (a *flowAcc) finish(b *builder) {
 			r.FlowRetransmits = &t
 		}
 	}
+}
+
+// Figure keys of flows columns a probe left at 0 (Report.reasons).
+const (
+	figFlowBytes = "flow_bytes" // tx/rx bytes: netdev (np_nd_rx, np_nd_tx) did not run
+	figFlowTCP   = "flow_tcp"   // snd_cwnd, mss, srtt: np_tcp_probe did not run
+)
+
+// FlowBytesOff says why flows' and peers' tx/rx bytes and steady rates
+// are unknown (the netdev programs did not run: the columns hold 0); ""
+// when they were counted.
+func (r *Report) FlowBytesOff() string { return r.reasons[figFlowBytes] }
+
+// FlowRetxOff says why per-flow retransmits are unknown (np_tcp_retrans
+// did not run); "" when counted or when there are no flows.
+func (r *Report) FlowRetxOff() string {
+	if r.FlowRetransmits != nil || len(r.Flows) == 0 {
+		return ""
+	}
+	return r.reason(figFlowRetx, "probes off")
+}
+
+// programsDown returns probesOff(what, progs...) and true when the
+// manifest lists programs matching progs (names or prefixes) and none of
+// them attached: their columns then hold 0, not a measurement.
+func (r *Report) programsDown(what string, progs ...string) (string, bool) {
+	seen := false
+	for _, p := range r.Manifest.Probes {
+		for _, prefix := range progs {
+			if strings.HasPrefix(p.Name, prefix) {
+				if p.Attached {
+					return "", false
+				}
+				seen = true
+			}
+		}
+	}
+	if !seen {
+		return "", false
+	}
+	return r.probesOff(what, progs...), true
 }
 
 // flowLess orders flows by bytes, then by endpoints.
@@ -192,7 +241,7 @@ func peerSummaries(m map[string]*peerState) []PeerSummary {
 // it is listed as not attached.
 func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
 	for _, p := range m.Probes {
-		if strings.Contains(p.Hook, "tcp_retransmit_skb") && !p.Attached {
+		if (strings.Contains(p.Hook, "tcp_retransmit_skb") || p.Name == "np_tcp_retrans") && !p.Attached {
 			return p, true
 		}
 	}
@@ -206,4 +255,13 @@ func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
 func isPeer(addr string) bool {
 	a, err := netip.ParseAddr(addr)
 	return err != nil || !(a.IsMulticast() || a.IsUnspecified())
+}
+
+// bpfProgram returns the netdev program that fills the ifaces bpf columns
+// src names: np_nd_tx for ifaces.bpf_tx_*, else np_nd_rx.
+func bpfProgram(src string) string {
+	if strings.Contains(src, "bpf_tx") {
+		return "np_nd_tx"
+	}
+	return "np_nd_rx"
 }

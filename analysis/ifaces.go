@@ -26,8 +26,9 @@ type ifaceSide struct {
 	rows, nullBpf, nullW int
 	bpfPackets           uint64
 	bpfPacketsSet        bool
-	// noL2: the interface is a TUN device (no Ethernet header or framing).
-	noL2 bool
+	// noL2: the interface is a TUN device (no Ethernet header or framing);
+	// loopback: it is lo (Ethernet header in the skb, no framing).
+	noL2, loopback bool
 }
 
 // dirCols are one direction's columns of an ifaces row.
@@ -65,7 +66,7 @@ func (s *ifaceSide) add(b *builder, x *trace.IfaceRow, dir string) {
 		return
 	}
 	w := *c.wireHdr
-	if !s.noL2 {
+	if !s.noL2 && !s.loopback {
 		w += EthernetOverheadBytes * (*c.pkts)
 	}
 	if b.anom.plausible("ifaces.bpf_"+dir+"_wire_bytes of "+s.key.name, x.Time, x.IntervalNs, w) {
@@ -97,6 +98,7 @@ func (b *builder) scanIfaces(src source[trace.IfaceRow]) error {
 	b.rx.key, b.rx.chosen = b.pickIface(totals, trace.RoleReceiver, 0)
 	b.tx.key, b.tx.chosen = b.pickIface(totals, trace.RoleSender, 1)
 	b.rx.noL2, b.tx.noL2 = b.isTUN(b.rx.key), b.isTUN(b.tx.key)
+	b.rx.loopback, b.tx.loopback = b.isLoopback(b.rx.key), b.isLoopback(b.tx.key)
 	return scanTable(b, trace.IfacesFile, src, func(rows []trace.IfaceRow) error {
 		for i := range rows {
 			if b.rx.chosen && b.rx.key.match(&rows[i]) {
@@ -162,7 +164,8 @@ func (b *builder) manifestHasRoles() bool {
 
 // direction builds one direction's rates.
 func (b *builder) direction(name string, side *ifaceSide, app *series, role string) Direction {
-	d := Direction{Name: name, Iface: side.key.name, IfaceNetns: side.key.netns, IfaceMTU: b.mtu(side.key), NoL2: side.noL2}
+	d := Direction{Name: name, Iface: side.key.name, IfaceNetns: side.key.netns, IfaceMTU: b.mtu(side.key), NoL2: side.noL2,
+		Loopback: side.loopback && !side.noL2}
 	iface := orDash(side.key.name)
 	appRate := Rate{Counter: CounterApp, Label: "application (" + role + " payload)",
 		Source: "traffic.app_bytes, role " + role}
@@ -178,6 +181,9 @@ func (b *builder) direction(name string, side *ifaceSide, app *series, role stri
 	if side.noL2 {
 		l2, wireLabel = "IP packets: TUN device, no L2 header", "TUN device: no Ethernet framing"
 		wireSrc = "ifaces.bpf_" + name + "_wire_bytes (TUN device: no framing added)"
+	} else if side.loopback {
+		l2, wireLabel = "loopback: IP packets, no L2 header", "loopback: no framing"
+		wireSrc = "ifaces.bpf_" + name + "_wire_bytes (loopback: its 14 B Ethernet header, no framing added)"
 	}
 	d.Rates = []Rate{appRate,
 		b.ifaceRate(side, &side.netlink, CounterNetlink, "interface "+name+" (netlink, "+iface+", "+l2+")",
@@ -199,7 +205,7 @@ func (b *builder) ifaceRate(side *ifaceSide, s *series, counter, label, src stri
 		rt.Missing = "no ifaces rows"
 		return rt
 	case nulls == rows:
-		rt.Missing = b.r.probesOff("bpf columns null", "np_nd_rx", "np_nd_tx")
+		rt.Missing = b.r.probesOff("bpf columns null", bpfProgram(src))
 		return rt
 	}
 	rt.Points = s.points()
@@ -225,6 +231,20 @@ func (b *builder) isTUN(k ifaceKey) bool {
 		}
 	}
 	return false
+}
+
+// isLoopback reports whether the interface is the loopback device: the
+// manifest's driver "loopback" (recorded from the IFF_LOOPBACK flag when
+// ethtool reports no driver, as for lo), else the name "lo" (which every
+// network namespace's loopback has; bench's manifest records its driver
+// as "device").
+func (b *builder) isLoopback(k ifaceKey) bool {
+	for _, mi := range b.r.Manifest.Interfaces {
+		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) && mi.Driver == "loopback" {
+			return true
+		}
+	}
+	return k.name == "lo"
 }
 
 // mtu returns the manifest MTU of the interface, or 0.

@@ -129,35 +129,42 @@ type JSONRTT struct {
 
 // JSONPeer is one remote address.
 type JSONPeer struct {
-	Peer    string   `json:"peer"`
-	Flows   int      `json:"flows"`
-	TxBytes uint64   `json:"tx_bytes"`
-	RxBytes uint64   `json:"rx_bytes"`
+	Peer  string `json:"peer"`
+	Flows int    `json:"flows"`
+	// TxBytes and RxBytes are null when the netdev programs did not run.
+	TxBytes *uint64  `json:"tx_bytes"`
+	RxBytes *uint64  `json:"rx_bytes"`
 	RTT     *JSONRTT `json:"rtt"`
 }
 
 // JSONFlow is one flow.
 type JSONFlow struct {
-	Src         string  `json:"src"`
-	Dst         string  `json:"dst"`
-	Netns       uint64  `json:"netns"`
-	Proto       uint8   `json:"proto"`
-	Generator   bool    `json:"generator"`
-	Sending     bool    `json:"sending"`
-	TxBytes     uint64  `json:"tx_bytes"`
-	RxBytes     uint64  `json:"rx_bytes"`
-	Retransmits uint64  `json:"retransmits_segments"`
-	SteadyGbps  float64 `json:"steady_state_gbit_per_s"`
+	Src       string `json:"src"`
+	Dst       string `json:"dst"`
+	Netns     uint64 `json:"netns"`
+	Proto     uint8  `json:"proto"`
+	Generator bool   `json:"generator"`
+	Sending   bool   `json:"sending"`
+	// TxBytes, RxBytes and SteadyGbps are null when the netdev programs
+	// (np_nd_rx, np_nd_tx) did not run, Retransmits when np_tcp_retrans
+	// did not.
+	TxBytes     *uint64  `json:"tx_bytes"`
+	RxBytes     *uint64  `json:"rx_bytes"`
+	Retransmits *uint64  `json:"retransmits_segments"`
+	SteadyGbps  *float64 `json:"steady_state_gbit_per_s"`
 	// WindowGbps, WindowBytes and SteadySrttUs are steady-state averages
 	// that multiply out (window_bytes x 8 / steady_state_srtt_us =
-	// window_limited_gbit_per_s); CwndSegments and SrttUs are the flow's
-	// last sample.
+	// window_limited_gbit_per_s), the window being snd_cwnd x mss or the
+	// --window socket buffer when smaller (as in the verdicts); CwndSegments
+	// and SrttUs are the flow's
+	// last sample; they and MSSBytes are null when never sampled (a
+	// receiving flow, or np_tcp_probe not run).
 	WindowGbps     *float64 `json:"window_limited_gbit_per_s"`
 	WindowBytes    *float64 `json:"window_bytes"`
 	SteadySrttUs   *float64 `json:"steady_state_srtt_us"`
-	CwndSegments   uint32   `json:"snd_cwnd_segments"`
-	MSSBytes       uint32   `json:"mss_bytes"`
-	SrttUs         uint32   `json:"srtt_us"`
+	CwndSegments   *uint32  `json:"snd_cwnd_segments"`
+	MSSBytes       *uint32  `json:"mss_bytes"`
+	SrttUs         *uint32  `json:"srtt_us"`
 	RTT            *JSONRTT `json:"rtt"`
 	WindowRatioPct *float64 `json:"rate_of_window_pct"`
 }
@@ -207,6 +214,22 @@ type JSONVerdict struct {
 // optF returns &v, or nil for NaN, Inf or (when zeroNil) 0.
 func optF(v float64, zeroNil bool) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) || (zeroNil && v == 0) {
+		return nil
+	}
+	return &v
+}
+
+// optU64 returns &v, or nil when off.
+func optU64(v uint64, off bool) *uint64 {
+	if off {
+		return nil
+	}
+	return &v
+}
+
+// optU32 returns &v, or nil for 0 (never sampled).
+func optU32(v uint32) *uint32 {
+	if v == 0 {
 		return nil
 	}
 	return &v

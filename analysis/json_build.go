@@ -25,11 +25,13 @@ func (r *Report) JSON() JSONReport {
 		out.HostCPU = &JSONHostCPU{BusyPct: 100 * h.Busy, SoftirqPct: 100 * h.Softirq, CPUs: h.CPUs, TotalNs: h.TotalNs}
 	}
 	out.RTT = jsonRTT(r.RTT)
+	bytesOff, retxOff := r.FlowBytesOff() != "", r.FlowRetxOff() != ""
 	for _, p := range r.Peers {
-		out.Peers = append(out.Peers, JSONPeer{Peer: p.Peer, Flows: p.Flows, TxBytes: p.TxBytes, RxBytes: p.RxBytes, RTT: jsonRTT(p.RTT)})
+		out.Peers = append(out.Peers, JSONPeer{Peer: p.Peer, Flows: p.Flows, TxBytes: optU64(p.TxBytes, bytesOff),
+			RxBytes: optU64(p.RxBytes, bytesOff), RTT: jsonRTT(p.RTT)})
 	}
 	for _, f := range r.Flows {
-		out.Flows = append(out.Flows, jsonFlow(f))
+		out.Flows = append(out.Flows, jsonFlow(f, &r.BDP, bytesOff, retxOff))
 	}
 	for _, v := range r.Verdicts {
 		out.Verdicts = append(out.Verdicts, JSONVerdict{Rule: v.Rule, Status: string(v.Status), Summary: v.Summary,
@@ -111,12 +113,22 @@ func jsonRTT(t *RTTSummary) *JSONRTT {
 	return &JSONRTT{P50Us: t.P50Us, P99Us: t.P99Us, MinUs: t.MinUs, MaxUs: t.MaxUs, KernelMinUs: t.KernelMinUs, Samples: t.Samples}
 }
 
-func jsonFlow(f FlowSummary) JSONFlow {
-	return JSONFlow{Src: f.Src, Dst: f.Dst, Netns: f.Netns, Proto: f.Proto, Generator: f.Generator, Sending: f.Sending,
-		TxBytes: f.TxBytes, RxBytes: f.RxBytes, Retransmits: f.Retransmits, SteadyGbps: f.SteadyBps / 1e9,
-		WindowGbps: optF(f.WindowBps/1e9, true), WindowBytes: optF(f.WindowBytes, true), SteadySrttUs: optF(f.SteadySrttUs, true),
-		CwndSegments: f.Cwnd, MSSBytes: f.MSS, SrttUs: f.SrttUs, RTT: jsonRTT(f.RTT),
-		WindowRatioPct: optF(100*f.WindowRatio(), true)}
+// jsonFlow converts f; bytesOff and retxOff null the byte and
+// retransmit figures of programs that did not run (their columns hold 0).
+// The window figures are BDP.windowOf's: snd_cwnd x mss, or the --window
+// socket buffer when smaller, as the verdicts use.
+func jsonFlow(f FlowSummary, d *BDP, bytesOff, retxOff bool) JSONFlow {
+	win, winBps := d.windowOf(f)
+	out := JSONFlow{Src: f.Src, Dst: f.Dst, Netns: f.Netns, Proto: f.Proto, Generator: f.Generator, Sending: f.Sending,
+		TxBytes: optU64(f.TxBytes, bytesOff), RxBytes: optU64(f.RxBytes, bytesOff), Retransmits: optU64(f.Retransmits, retxOff),
+		SteadyGbps: optF(f.SteadyBps/1e9, false),
+		WindowGbps: optF(winBps/1e9, true), WindowBytes: optF(win, true), SteadySrttUs: optF(f.SteadySrttUs, true),
+		CwndSegments: optU32(f.Cwnd), MSSBytes: optU32(f.MSS), SrttUs: optU32(f.SrttUs), RTT: jsonRTT(f.RTT),
+		WindowRatioPct: optF(100*d.windowRatio(f), true)}
+	if bytesOff {
+		out.SteadyGbps = nil
+	}
+	return out
 }
 
 func jsonBDP(d BDP) JSONBDP {

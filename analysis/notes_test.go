@@ -99,13 +99,16 @@ func TestNotesDelayLineAndSelection(t *testing.T) {
 	}
 	notes := strings.Join(r.Notes, "\n")
 	for _, want := range []string{
-		"delay line (bench --rtt): 300 of 1000 packets (30.0%) released late, up to 2.50 ms late",
+		"delay line (bench --rtt): 300 of 1000 packets (30.0%) released late (the user-space line's timer or scheduling), up to 2.50 ms late",
 		"probes not selected (--probes): np_nd_rx, np_nd_tx; their figures are n/a",
 		"probe np_tcp_retrans () not attached: tracepoint missing",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
+	}
+	if strings.Contains(notes, "CPU-bound") {
+		t.Errorf("delay-line note blames the CPU:\n%s", notes)
 	}
 	if strings.Count(notes, "np_nd_rx") != 1 {
 		t.Errorf("np_nd_rx noted more than once:\n%s", notes)

@@ -47,6 +47,12 @@ type Direction struct {
 	// TAP, so tuntap is taken for TUN). Its netlink counter then has no L2
 	// headers and the wire estimate adds no framing.
 	NoL2 bool
+	// Loopback is set for the loopback device (manifest driver "loopback",
+	// from IFF_LOOPBACK, or name "lo"): its skbs carry a 14 B Ethernet
+	// header (zero MACs), which the bpf counters include and its netlink
+	// counter does not (lo counts after eth_type_trans), and nothing goes
+	// on a wire, so the wire estimate adds no framing.
+	Loopback bool
 	// Rates holds application, interface (netlink), interface (bpf) and
 	// wire estimate, in that order.
 	Rates []Rate
@@ -79,12 +85,12 @@ type HeaderGap struct {
 	// from the MTU, else the family's header with TCP timestamps, e.g.
 	// IPv4 20 + TCP 20 + 12); L2Bytes (Ethernet header, 14) and
 	// FramingBytes (preamble/SFD/FCS/gap, 24) are 0 on a TUN device
-	// (NoL2). ExpectedPct is the gap full-size segments would show:
+	// (NoL2); on loopback (Loopback) FramingBytes is 0. ExpectedPct is the gap full-size segments would show:
 	// 1 − MSS / (MSS + HeaderBytes + L2Bytes + FramingBytes), in percent;
 	// 0 when unknown.
 	HeaderBytes, L2Bytes, FramingBytes int
 	HeaderSource                       string
-	NoL2                               bool
+	NoL2, Loopback                     bool
 	ExpectedPct                        float64
 }
 
@@ -119,7 +125,7 @@ type CPUStat struct {
 }
 
 // ProcShares are /proc/stat time shares (cpus.proc_* columns, USER_HZ
-// ticks: 10 ms resolution per CPU per interval, tick-sampled), fractions
+// units: tick-sampled, reported in 10 ms units per CPU per interval), fractions
 // of sum(proc_total_ns) of the rows that have the columns.
 type ProcShares struct {
 	// Softirq is sum(proc_softirq_ns) / sum(proc_total_ns): every softirq

@@ -329,8 +329,8 @@ func TestWriteTextMissing(t *testing.T) {
 	f.cpus, f.flows = nil, nil
 	out := text(t, f.build(t))
 	for _, re := range []string{
-		`interface rx \(bpf, eth0\)\s+n/a \(bpf columns null: probes off\)`,
-		`wire estimate rx \(eth0, \+ 24 B/segment\)\s+n/a \(bpf columns null: probes off\)`,
+		`interface rx \(bpf, eth0\)\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a \(bpf columns null: probes off\)`,
+		`wire estimate rx \(eth0, \+ 24 B/segment\)\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a \(bpf columns null: probes off\)`,
 		`\s+n/a \(no cpus rows: probes off\)`,
 		`\s+n/a \(no flows rows: probes off\)`,
 		`all flows .*\s+n/a \(no flows rows: probes off\)`,

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // ruleSoftirq: a CPU spends >= SoftirqShare of the steady state in NET_RX
@@ -126,10 +127,13 @@ func busiestStat(r *Report) *CPUStat {
 	return nil
 }
 
-// ruleWire: steady state >= WireFraction of the rated link speed.
+// ruleWire: steady state >= WireFraction of the rated link speed. A steady
+// state above the rated speed by more than RatedExcess cannot be judged (the
+// rated speed is wrong): the rule is Skipped and the other rules judge as if
+// no rated speed were known (facts.belowRated).
 func ruleWire(f *facts) Verdict {
 	v := Verdict{Rule: RuleWire, Thresholds: []string{"steady state >= " + pct(f.th.WireFraction) + " of the rated link speed",
-		"a steady state above " + pct(1+f.th.RatedExcess) + " of it means the rated speed is wrong (too low)"}}
+		"a steady state above " + pct(1+f.th.RatedExcess) + " of it means the rated speed is wrong (too low): skipped"}}
 	switch {
 	case f.r.RatedBps <= 0:
 		v.Status, v.Summary = Skipped, "no rated speed (manifest rated_speed_mbps null): give --link-speed, e.g. 10Gbit"
@@ -138,15 +142,16 @@ func ruleWire(f *facts) Verdict {
 		v.Status, v.Summary = Skipped, "no steady state (no interval moved bytes)"
 		return v
 	}
+	if f.ratedTooLow() {
+		v.Evidence = []string{f.ratedWarning()}
+		v.Status, v.Summary = Skipped, fmt.Sprintf("the rated %s (%s) is below the measured %s (%s of it): "+
+			"the rated speed is too low, so whether the wire is the ceiling cannot be judged (check --link-speed)",
+			fmtRate(f.r.Units, f.r.RatedBps), f.r.RatedSource, fmtRate(f.r.Units, f.link), pct(f.link/f.r.RatedBps))
+		return v
+	}
 	v.Evidence = []string{f.linkEvidence()}
 	if below, _ := f.belowRated(); below {
 		v.Status, v.Summary = NotFired, fmt.Sprintf("link at %s of rated", pct(f.link/f.r.RatedBps))
-		return v
-	}
-	if f.ratedTooLow() {
-		v.Evidence = append(v.Evidence, f.ratedWarning())
-		v.Status, v.Summary = Fired, fmt.Sprintf("at or above the rated speed, but %s of it: the rated speed looks too low, "+
-			"so whether the wire is the ceiling is uncertain (check --link-speed)", pct(f.link/f.r.RatedBps))
 		return v
 	}
 	v.Status, v.Summary = Fired, "the wire is the ceiling: the link runs at its rated speed"
@@ -218,7 +223,7 @@ func ruleWindow(f *facts, wire bool) Verdict {
 		"for >= " + pct(th.WindowFlows) + " of sending flows; not wire-bound",
 	}}
 	if len(f.send) == 0 {
-		v.Status, v.Summary = Skipped, "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
+		v.Status, v.Summary = Skipped, noSendingFlow(r)
 		return v
 	}
 	var n, below, above, cpu int
@@ -237,16 +242,11 @@ func ruleWindow(f *facts, wire bool) Verdict {
 			n++
 		}
 	}
-	u := r.Units
-	what := "snd_cwnd x mss"
-	if d.SocketWindow > 0 {
-		what += ", at most the socket buffer " + u.FormatBytes(d.SocketWindow) + " (--window)"
-	}
 	v.Evidence = []string{
 		fmt.Sprintf("%d of %d sending flows window-limited: >= %s of their window-limited rate, <= %s on a snd_cwnd x mss window "+
 			"(median ratio %.2f; %d below, %d above %s, %d not counted on a CPU-bound host)",
 			n, len(f.send), pct(th.WindowRatio), pct(th.WindowRatioMax), median(ratios), below, above, pct(th.WindowRatioMax), cpu),
-		windowFlowEvidence(r, what),
+		windowFlowEvidence(r),
 	}
 	if f.cpuBound {
 		v.Evidence = append(v.Evidence, hostCPUEvidence(r))
@@ -273,16 +273,44 @@ func ruleWindow(f *facts, wire bool) Verdict {
 	return v
 }
 
+// noSendingFlow says why the window and sender rules have no sending flow
+// to judge, naming the probes that did not run: netdev (the flows' bytes)
+// or tcp (snd_cwnd, mss, srtt), or no flows rows at all.
+func noSendingFlow(r *Report) string {
+	s := "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
+	var why []string
+	for _, w := range []string{r.FlowBytesOff(), r.reasons[figFlowTCP]} {
+		if w != "" {
+			why = append(why, w)
+		}
+	}
+	if len(why) == 0 && len(r.Flows) == 0 {
+		why = append(why, r.reason(figRTT, "no flows rows"))
+	}
+	if len(why) > 0 {
+		s += " (" + strings.Join(why, "; ") + ")"
+	}
+	return s
+}
+
 // windowFlowEvidence describes the median flow's window, srtt and the rate
 // they allow: one flow's steady-state figures, which multiply out.
-func windowFlowEvidence(r *Report, what string) string {
+// The window is labelled with the one that applied: the --window socket
+// buffer (in binary units, as the user gave it) or snd_cwnd x mss.
+func windowFlowEvidence(r *Report) string {
 	d, u := &r.BDP, r.Units
 	if d.PerStreamFlow == "" {
 		return "per-stream window: n/a (no sending flow with a steady-state window and srtt)"
 	}
-	return fmt.Sprintf("median flow by window-limited rate, %s: window %s (%s, steady-state average) x 8 / srtt %s "+
-		"(steady state) = %s per stream", d.PerStreamFlow, u.FormatBytes(d.PerStreamWindow), what,
-		fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps))
+	win, what := u.FormatBytes(d.PerStreamWindow), "snd_cwnd x mss, steady-state average"
+	switch {
+	case d.SocketWindow > 0 && d.PerStreamWindow >= d.SocketWindow:
+		win, what = fmtSize(int64(d.SocketWindow)), "the socket buffer (--window), smaller than its snd_cwnd x mss"
+	case d.SocketWindow > 0:
+		what += ", below the socket buffer " + fmtSize(int64(d.SocketWindow)) + " (--window)"
+	}
+	return fmt.Sprintf("median flow by window-limited rate, %s: window %s (%s) x 8 / srtt %s "+
+		"(steady state) = %s per stream", d.PerStreamFlow, win, what, fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps))
 }
 
 // bdpEvidence describes the BDP and the streams needed.
@@ -294,8 +322,8 @@ func bdpEvidence(r *Report) []string {
 	out := []string{fmt.Sprintf("BDP = steady state %s x min RTT %s = %s in flight", fmtRate(u, d.RateBps),
 		fmtUs(float64(d.MinRTTUs)), u.FormatBytes(d.Bytes))}
 	if d.Streams > 0 {
-		out = append(out, fmt.Sprintf("target %s (%s) needs %s in flight: %d streams at %s each",
-			fmtRate(u, d.TargetBps), d.TargetSource, u.FormatBytes(d.TargetBytes), d.Streams, fmtRate(u, d.PerStreamBps)))
+		out = append(out, fmt.Sprintf("target %s (%s) needs %s in flight: %s at %s each",
+			fmtRate(u, d.TargetBps), d.TargetSource, u.FormatBytes(d.TargetBytes), streamsText(d.Streams), fmtRate(u, d.PerStreamBps)))
 	} else {
 		out = append(out, "streams needed: n/a ("+d.Missing+")")
 	}
@@ -386,7 +414,7 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 		"host CPUs >= " + pct(th.HostBusy) + " busy (/proc/stat, all CPUs, " + orDash(r.CPUWindow) + "): the sender is CPU-bound",
 	}}
 	if len(f.send) == 0 {
-		v.Status, v.Summary = Skipped, "no sending flow with snd_cwnd, mss, srtt and steady-state bytes"
+		v.Status, v.Summary = Skipped, noSendingFlow(r)
 		return v
 	}
 	ratios := make([]float64, 0, len(f.send))

@@ -258,12 +258,14 @@ func (r *Report) writeDirection(p *printer, d *Direction, role string) {
 func rateRow(f func(float64) string, rt Rate) []string {
 	w := rt.W
 	switch {
+	// Every row has all six cells (the reason in the last): a shorter row
+	// would end the tabwriter's column blocks and misalign the rows below.
 	case w == nil:
-		return []string{rt.Label, na(rt.Missing)}
+		return []string{rt.Label, "n/a", "n/a", "n/a", "n/a", na(rt.Missing)}
 	case w.Intervals == 0:
-		return []string{rt.Label, na("no intervals with interval_ns > 0")}
+		return []string{rt.Label, "n/a", "n/a", "n/a", "n/a", na("no intervals with interval_ns > 0")}
 	case !w.HasActive():
-		return []string{rt.Label, f(w.PeakBps), na("no bytes counted"), f(w.WholeRunBps)}
+		return []string{rt.Label, f(w.PeakBps), "n/a", f(w.WholeRunBps), "n/a", na("no bytes counted")}
 	}
 	steady := f(w.SteadyBps)
 	if w.SteadyApprox {
@@ -293,7 +295,8 @@ func (r *Report) writeActive(p *printer, d *Direction) {
 		}
 		p.line("  steady state = %s (%s to %s, %s, CV %s);", def,
 			fmtTime(w.SteadyStart), fmtTime(w.SteadyEnd), intervals(w.SteadyIntervals), cv)
-		p.line("  whole run = total bytes x 8 / (run end - run start); p50/p95 = of the active window's interval rates")
+		p.line("  whole run = total bytes x 8 / (run end - run start); p50/p95 = of the active window's interval rates;")
+		p.line("  a final partial interval counts in peak, active window and p50/p95 if >= 1/10 of the usual interval, in steady state if >= 1/2")
 		return
 	}
 }

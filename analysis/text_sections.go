@@ -27,7 +27,7 @@ func (r *Report) writeCPUs(p *printer) {
 	p.table(rows)
 	p.line("  %% = softirq ns / interval ns; ns/packet = net_rx_softirq_ns / rx_packets; exhausted = napi_budget_exhausted / napi_polls")
 	p.line("  NET_RX %% is exact for one softirq vector (BPF irq:softirq_entry/exit); all softirq %% and busy %% are /proc/stat " +
-		"(what mpstat shows: tick-sampled, 10 ms resolution; softirq of every vector: TIMER, HRTIMER, TASKLET, NET_TX, NET_RX, RCU, ...; " +
+		"(what mpstat shows: tick-sampled, reported in 10 ms units (USER_HZ); softirq of every vector: TIMER, HRTIMER, TASKLET, NET_TX, NET_RX, RCU, ...; " +
 		"busy = all but idle, iowait, steal), so all softirq - NET_RX is softirq work outside NET_RX (e.g. TCP pacing/TSQ transmit)")
 	if r.HostCPU == nil {
 		p.line("  all softirq %% and busy %%: %s", na(r.reason(figProcStat, noProcColumns)))
@@ -68,6 +68,8 @@ func (r *Report) writeRTT(p *printer) {
 		{"  max", fmt.Sprintf("%d µs", t.MaxUs)},
 		{"  samples", fmt.Sprintf("%d (in %d flow-intervals)", t.Samples, t.Rows)},
 	})
+	p.line("  the samples are tp->rack.rtt_us at tcp_probe (the newest acked segment's RTT, what BBR and min_rtt use); srtt in the " +
+		"flows table (tp->srtt_us) is smoothed and, under bulk load, follows older segments that waited in the send path, so it runs higher")
 }
 
 // rttCells formats min/p50/p99 of s in µs.
@@ -86,15 +88,19 @@ func (r *Report) writePeers(p *printer) {
 	p.line("")
 	p.line("peers (flows.dst_addr, whole run; RTT in µs)")
 	rows := [][]string{{"  peer", "flows", "min RTT", "p50 RTT", "p99 RTT", "tx bytes", "rx bytes"}}
+	bytesOff := r.FlowBytesOff() != ""
 	for i, x := range r.Peers {
 		if i == TextFlows {
 			p.line("  (%d more peers in --json)", len(r.Peers)-TextFlows)
 			break
 		}
 		rows = append(rows, append(append([]string{"  " + x.Peer, fmt.Sprint(x.Flows)}, rttCells(x.RTT)...),
-			fmt.Sprint(x.TxBytes), fmt.Sprint(x.RxBytes)))
+			countCell(x.TxBytes, bytesOff), countCell(x.RxBytes, bytesOff)))
 	}
 	p.table(rows)
+	if bytesOff {
+		p.line("  tx bytes, rx bytes: %s", na(r.FlowBytesOff()))
+	}
 }
 
 // writeFlows writes the largest flows.
@@ -109,6 +115,7 @@ func (r *Report) writeFlows(p *printer) {
 	rows := [][]string{{"  flow (local -> remote)", "side", "gen", "tx bytes", "rx bytes", "steady rate",
 		"window (steady avg)", "srtt (steady)", "window x 8 / srtt", "ratio", "last cwnd", "mss", "last srtt",
 		"min RTT", "p50 RTT", "p99 RTT", "retx"}}
+	bytesOff, retxOff, capped := r.FlowBytesOff() != "", r.FlowRetxOff(), false
 	for i, f := range r.Flows {
 		if i == TextFlows {
 			break
@@ -120,17 +127,41 @@ func (r *Report) writeFlows(p *printer) {
 		if f.Generator {
 			gen = "yes"
 		}
-		if x := f.WindowRatio(); x > 0 {
+		// the window the verdicts use: snd_cwnd x mss, or the --window
+		// socket buffer when smaller (BDP.windowOf)
+		win, winBps := r.BDP.windowOf(f)
+		winCell := dashIf0(win, u.FormatBytes(win))
+		if r.BDP.capped(f) {
+			winCell, capped = fmtSize(int64(win))+" (--window)", true
+		}
+		if x := r.BDP.windowRatio(f); x > 0 {
 			ratio = fmt.Sprintf("%.2f", x)
 		}
-		row := []string{"  " + f.Src + " -> " + f.Dst, side, gen, fmt.Sprint(f.TxBytes), fmt.Sprint(f.RxBytes),
-			u.FormatRate(f.SteadyBps), dashIf0(f.WindowBytes, u.FormatBytes(f.WindowBytes)),
-			dashIf0(f.SteadySrttUs, fmt.Sprintf("%.0f", f.SteadySrttUs)), dashIf0(f.WindowBps, u.FormatRate(f.WindowBps)), ratio,
+		steady := u.FormatRate(f.SteadyBps)
+		if bytesOff {
+			steady = "n/a"
+		}
+		row := []string{"  " + f.Src + " -> " + f.Dst, side, gen, countCell(f.TxBytes, bytesOff), countCell(f.RxBytes, bytesOff),
+			steady, winCell,
+			dashIf0(f.SteadySrttUs, fmt.Sprintf("%.0f", f.SteadySrttUs)), dashIf0(winBps, u.FormatRate(winBps)), ratio,
 			dashIf0(float64(f.Cwnd), fmt.Sprint(f.Cwnd)), dashIf0(float64(f.MSS), fmt.Sprint(f.MSS)),
 			dashIf0(float64(f.SrttUs), fmt.Sprint(f.SrttUs))}
-		rows = append(rows, append(append(row, rttCells(f.RTT)...), fmt.Sprint(f.Retransmits)))
+		rows = append(rows, append(append(row, rttCells(f.RTT)...), countCell(f.Retransmits, retxOff != "")))
 	}
 	p.table(rows)
+	if bytesOff {
+		p.line("  tx bytes, rx bytes, steady rate: %s", na(r.FlowBytesOff()))
+	}
+	if why := r.reasons[figFlowTCP]; why != "" {
+		p.line("  window, srtt, cwnd, mss: %s", na(why))
+	}
+	if retxOff != "" {
+		p.line("  retx: %s", na(retxOff))
+	}
+	if capped {
+		p.line("  window (--window) = the socket buffer the run set, %s, which is smaller than the flow's snd_cwnd x mss "+
+			"and holds what it keeps in flight; window x 8 / srtt and ratio use it", fmtSize(int64(r.BDP.SocketWindow)))
+	}
 	p.line("  window (steady avg) = snd_cwnd x mss averaged over the steady state; srtt (steady) = the srtt that goes with it " +
 		"(window-weighted harmonic mean); window x 8 / srtt = the window-limited rate, time-averaged; ratio = steady rate / it; " +
 		"last cwnd (segments) and last srtt (µs) are the flow's last sample, not steady-state figures")
@@ -234,6 +265,15 @@ func (r *Report) writeVerdicts(p *printer) {
 			p.line("      threshold: %s", t)
 		}
 	}
+}
+
+// countCell formats a counter, or "n/a" when its program did not run
+// (the reason is printed once below the table).
+func countCell(v uint64, off bool) string {
+	if off {
+		return "n/a"
+	}
+	return fmt.Sprint(v)
 }
 
 // dashIf0 returns "-" when v is 0 (not measured), else s.

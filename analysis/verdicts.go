@@ -116,8 +116,9 @@ func newFacts(r *Report, th Thresholds) *facts {
 
 // belowRated reports whether the link rate is below WireFraction × rated;
 // known is false without a rated speed or a steady state.
+// A rated speed the steady state exceeds (ratedTooLow) counts as unknown.
 func (f *facts) belowRated() (below, known bool) {
-	if f.r.RatedBps <= 0 || f.steady == nil {
+	if f.r.RatedBps <= 0 || f.steady == nil || f.ratedTooLow() {
 		return true, false
 	}
 	return f.link < f.th.WireFraction*f.r.RatedBps, true
@@ -147,6 +148,10 @@ func (f *facts) linkEvidence() string {
 	if f.r.RatedBps <= 0 {
 		return fmt.Sprintf("steady state (%s) %s; rated speed unknown, utilisation not checked (give --link-speed)",
 			f.linkLabel, fmtRate(u, f.link))
+	}
+	if f.ratedTooLow() {
+		return fmt.Sprintf("steady state (%s) %s is above the rated %s (%s): the rated speed is too low, utilisation not checked",
+			f.linkLabel, fmtRate(u, f.link), fmtRate(u, f.r.RatedBps), f.r.RatedSource)
 	}
 	return fmt.Sprintf("steady state (%s) %s = %.1f%% of the rated %s (%s)", f.linkLabel, fmtRate(u, f.link),
 		100*f.link/f.r.RatedBps, fmtRate(u, f.r.RatedBps), f.r.RatedSource)

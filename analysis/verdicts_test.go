@@ -132,7 +132,7 @@ func TestRuleWindowSocketBuffer(t *testing.T) {
 		return r
 	}
 	r := withWindow(256 << 10)
-	wantVerdict(t, r, RuleWindow, Fired, "2 of 2 sending flows", "socket buffer 262.14 KB (--window)", "6 streams")
+	wantVerdict(t, r, RuleWindow, Fired, "2 of 2 sending flows", "window 256 KiB (the socket buffer (--window), smaller than its snd_cwnd x mss)", "6 streams")
 	wantVerdict(t, r, RuleSender, NotFired, "fill their window")
 	checkF(t, "per-stream window", r.BDP.PerStreamWindow, 256<<10)
 	// Without the buffer, or with one larger than snd_cwnd x mss, only

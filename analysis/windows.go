@@ -111,6 +111,14 @@ func (w Windows) ActiveLength() time.Duration { return w.ActiveEnd.Sub(w.ActiveS
 // TotalBytes). Each interval's rate divides by its own IntervalNs, so
 // irregular intervals are handled. Empty input gives a zero Windows.
 //
+// The final interval, cut short when the run stopped, takes part by its
+// length against the usual one (the median of the others): under 1/10 it
+// counts in TotalBytes and WholeRunBps only (a sliver's rate is noise);
+// from 1/10 it can be the peak, extends the active window and is in
+// P50/P95; from 1/2 it is also a steady-state sample. So the peak is never
+// a sliver, yet a fast final second of a short run is not lost from it.
+// (Any interval under 1/10 of the usual length is treated like a sliver.)
+//
 // If runStart or runEnd is zero, the start of the first or the end of the
 // last counted interval is used instead.
 func ComputeWindows(points []Point, runStart, runEnd time.Time) Windows {
@@ -124,11 +132,16 @@ func ComputeWindows(points []Point, runStart, runEnd time.Time) Windows {
 		w.TotalBytes += p.Bytes
 	}
 	w.WholeRunBps = wholeRun(w.TotalBytes, pts, runStart, runEnd)
-	// A sliver of an interval (the final partial one, cut when the run
-	// stopped) gives a rate too noisy to stand as a peak or a steady-state
-	// sample: intervals shorter than half the median length count in the
-	// totals and the whole-run rate only.
-	pts = fullIntervals(pts)
+	// The run's final interval is cut short when the run stops (the
+	// recorder keeps at least 10 ms). A sliver's rate is noisy (the
+	// samplers' few-ms spread is a large share of its length): intervals
+	// shorter than a tenth of the usual length count in the totals and the
+	// whole-run rate only. A longer final interval (a tenth to a half of
+	// the usual length) gives a meaningful rate: it can be the peak and
+	// extend the active window, but it is left out of the steady state,
+	// which it could otherwise dominate in a short run.
+	usual := usualLength(pts)
+	pts = minLength(pts, usual/10)
 	rates := make([]float64, len(pts))
 	for i, p := range pts {
 		rates[i] = p.RateBps()
@@ -143,11 +156,15 @@ func ComputeWindows(points []Point, runStart, runEnd time.Time) Windows {
 	w.ActiveStart, w.ActiveEnd = pts[first].Start(), pts[last].End
 	w.ActiveIntervals = last - first + 1
 	active := rates[first : last+1]
-	w.SteadyBps, w.SteadyApprox = steady(active)
+	sLast := last
+	if last > first && last == len(pts)-1 && float64(pts[last].IntervalNs) < usual/2 {
+		sLast = last - 1 // a short final interval: not a steady-state sample
+	}
+	w.SteadyBps, w.SteadyApprox = steady(rates[first : sLast+1])
 	w.P50Bps, w.P95Bps = Percentile(active, 0.50), Percentile(active, 0.95)
-	lo, hi := first, last
+	lo, hi := first, sLast
 	if !w.SteadyApprox {
-		lo, hi = first+1, last-1
+		lo, hi = first+1, sLast-1
 	}
 	w.SteadyStart, w.SteadyEnd = pts[lo].Start(), pts[hi].End
 	w.SteadyIntervals = hi - lo + 1
@@ -199,23 +216,32 @@ func cv(xs []float64) float64 {
 	return math.Sqrt(ss/float64(len(xs))) / mean
 }
 
-// validPoints returns the points with IntervalNs > 0, sorted by End.
-// fullIntervals drops points shorter than half the median interval length.
-func fullIntervals(pts []Point) []Point {
+// usualLength returns the median interval length in ns of pts (sorted by
+// End), leaving out the final interval, the only one a stop cuts short,
+// when there are others.
+func usualLength(pts []Point) float64 {
+	if len(pts) > 1 {
+		pts = pts[:len(pts)-1]
+	}
 	ns := make([]float64, len(pts))
 	for i, p := range pts {
 		ns[i] = float64(p.IntervalNs)
 	}
-	half := Percentile(ns, 0.5) / 2
+	return Percentile(ns, 0.5)
+}
+
+// minLength returns the points at least minNs long.
+func minLength(pts []Point, minNs float64) []Point {
 	out := make([]Point, 0, len(pts))
 	for _, p := range pts {
-		if float64(p.IntervalNs) >= half {
+		if float64(p.IntervalNs) >= minNs {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// validPoints returns the points with IntervalNs > 0, sorted by End.
 func validPoints(points []Point) []Point {
 	pts := make([]Point, 0, len(points))
 	for _, p := range points {

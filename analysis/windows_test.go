@@ -216,3 +216,41 @@ func TestSliverIntervalNotPeak(t *testing.T) {
 	}
 	checkF(t, "WholeRunBps", w.WholeRunBps, 3_020_000_000*8/3.01)
 }
+
+// A final interval long enough for a meaningful rate (here 0.4 s of 1 s) is
+// the peak and ends the active window when it is the fastest (blob push on
+// lo: the last 0.4 s ran at 2.5x the first seconds); under half the usual
+// length it is not a steady-state sample, so steady state is the full
+// intervals' median.
+func TestFastFinalIntervalIsPeak(t *testing.T) {
+	pts := []Point{
+		{End: at(1), IntervalNs: sec(1), Bytes: 150_000_000},
+		{End: at(2), IntervalNs: sec(1), Bytes: 160_000_000},
+		{End: at(2.4), IntervalNs: sec(0.4), Bytes: 160_000_000},
+	}
+	w := ComputeWindows(pts, at(0), at(2.4))
+	checkF(t, "PeakBps", w.PeakBps, 3.2e9)
+	if !w.PeakAt.Equal(at(2.4)) || w.ActiveIntervals != 3 || !w.ActiveEnd.Equal(at(2.4)) {
+		t.Errorf("peak at %v, active %d intervals to %v; want the final interval in both", w.PeakAt, w.ActiveIntervals, w.ActiveEnd)
+	}
+	if w.PeakBps < w.WholeRunBps {
+		t.Errorf("peak %g below whole run %g", w.PeakBps, w.WholeRunBps)
+	}
+	checkF(t, "SteadyBps", w.SteadyBps, 1.24e9)
+	if !w.SteadyApprox || w.SteadyIntervals != 2 || !w.SteadyEnd.Equal(at(2)) {
+		t.Errorf("steady approx %v, %d intervals to %v; want approx over the 2 full ones", w.SteadyApprox, w.SteadyIntervals, w.SteadyEnd)
+	}
+	checkF(t, "P95Bps", w.P95Bps, Percentile([]float64{1.2e9, 1.28e9, 3.2e9}, 0.95))
+
+	// The user's two-interval run: 1 s at 1.2 Gbit/s, then 0.3 s at 3.2.
+	two := []Point{
+		{End: at(1), IntervalNs: sec(1), Bytes: 150_000_000},
+		{End: at(1.3), IntervalNs: sec(0.3), Bytes: 120_000_000},
+	}
+	w = ComputeWindows(two, at(0), at(1.3))
+	checkF(t, "two PeakBps", w.PeakBps, 3.2e9)
+	checkF(t, "two SteadyBps", w.SteadyBps, 1.2e9)
+	if w.ActiveIntervals != 2 {
+		t.Errorf("two: active %d intervals, want 2", w.ActiveIntervals)
+	}
+}

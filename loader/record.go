@@ -33,8 +33,9 @@ type Recorder struct {
 	Log        *slog.Logger
 	// MinFinal is the shortest final partial interval: when the run stops
 	// sooner after the last tick, the recorder waits until it has passed
-	// (default 10 ms; analysis leaves intervals shorter than half the
-	// usual length out of peak and steady state).
+	// (default 10 ms; analysis counts a final interval in peak and the
+	// active window from 1/10 of the usual length, in steady state from
+	// 1/2, and always in the totals).
 	MinFinal time.Duration
 
 	started time.Time

@@ -93,6 +93,10 @@ func heatChart(r *analysis.Report) chart {
 		c.Missing = "no cpus rows (probes off)"
 		return c
 	}
+	if r.SoftirqOff != "" { // its columns hold 0: an all-zero map would look measured
+		c.Missing = "NET_RX softirq time not recorded (" + r.SoftirqOff + ")"
+		return c
+	}
 	x := make([]string, len(h.BinEnds))
 	for i, t := range h.BinEnds {
 		x[i] = secondsSince(r.RunStart, t)

@@ -164,3 +164,20 @@ func TestRTTPlotAndProcColumns(t *testing.T) {
 		t.Error("page still calls the RTT plot a histogram")
 	}
 }
+
+// With the softirq probe off its columns hold 0: the heat map is left out
+// with the reason, not drawn as all zeros.
+func TestHeatMapSoftirqOff(t *testing.T) {
+	r := report(t)
+	if r.Heat == nil {
+		t.Fatal("scenario has no heat map")
+	}
+	r.SoftirqOff = "np_si_entry not attached: not selected (--probes)"
+	out := renderPage(t, r)
+	if !strings.Contains(out, "n/a (NET_RX softirq time not recorded (np_si_entry not attached: not selected (--probes)))") {
+		t.Error("page lacks the heat map's n/a")
+	}
+	if strings.Contains(out, `"type":"heatmap"`) {
+		t.Error("page still draws the heat map")
+	}
+}

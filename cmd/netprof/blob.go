@@ -87,6 +87,8 @@ func blobPushCommand(log *slog.Logger) *cli.Command {
 		ArgsUsage: "URL...",
 		Description: "Each URL receives the whole source, staged in --block-size blocks (Put Block) and\n" +
 			"committed with Put Block List: idempotent under retries, block size honoured at every size.\n" +
+			"A container that does not exist is created (like azcopy) and the summary says so; the\n" +
+			"existence check's 404 for a new blob or container is an expected answer, not an HTTP error.\n" +
 			"Example: netprof blob push --size 300GB --block-size 64MiB --delete-after https://acct.blob.core.windows.net/c/x\n\n" +
 			blobAuthHelp,
 		Flags: append(append(blobFlags(), selectFlags()...),

@@ -207,7 +207,9 @@ func TestBlobRetriesExhausted(t *testing.T) {
 	}
 }
 
-// Against Azurite: push a file to two containers at once, pull it sharded
+// Against Azurite: push a file to two containers at once (one of them
+// missing: the push creates it, says so, and counts its existence
+// check's 404 as an expected answer, not an HTTP error), pull it sharded
 // over both and upload the trace, pull with a SAS URL (recorded without
 // its signature), a wrong key (403), and a push bench that cleans up.
 func TestBlobAzurite(t *testing.T) {
@@ -226,7 +228,7 @@ func TestBlobAzurite(t *testing.T) {
 		if cc[name], err = container.NewClientWithSharedKeyCredential(az.Endpoint+"/"+name, key, co); err != nil {
 			t.Fatal(err)
 		}
-		if name != "traces" { // --upload creates it
+		if name == "data" { // push creates data2, --upload traces
 			if _, err := cc[name].Create(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -241,14 +243,48 @@ func TestBlobAzurite(t *testing.T) {
 	}
 	u1, u2 := az.Endpoint+"/data/src.bin", az.Endpoint+"/data2/src.bin"
 	connEnv := []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}
-	if code, _, stderr := runBlobCmd(t, bin, connEnv, "blob", "push", "--file", src, "--block-size", "2MiB",
-		"--out", filepath.Join(tmp, "push"), u1, u2); code != 0 {
+	if _, err := cc["data2"].GetProperties(ctx, nil); !bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		t.Fatalf("container data2 before the push: %v, want ContainerNotFound", err)
+	}
+	pushRun := filepath.Join(tmp, "push")
+	code, stdout, stderr := runBlobCmd(t, bin, connEnv, "blob", "push", "--json", "--file", src, "--block-size", "2MiB",
+		"--out", pushRun, u1, u2)
+	if code != 0 {
 		t.Fatalf("push: exit %d: %s", code, stderr)
+	}
+	if _, err := cc["data2"].GetProperties(ctx, nil); err != nil {
+		t.Fatalf("container data2 after the push: %v", err)
+	}
+	var js blobrun.JSONSummary
+	if err := json.Unmarshal([]byte(stdout), &js); err != nil {
+		t.Fatalf("push summary is not JSON: %v\n%s", err, stdout)
+	}
+	// Per URL 5 Put Block + 1 Put Block List, and data2's create; the
+	// HEADs' 404s (new blob in data, no container data2) are expected.
+	if js.Total.Requests != 2*6+1 || js.Total.HTTP2xx != js.Total.Requests || js.Total.HTTPOther != 0 || js.ExpectedProbeAnswers != 2 {
+		t.Errorf("push totals %+v, %d expected answers; want 13 requests, all 2xx, 0 other, 2 expected", js.Total, js.ExpectedProbeAnswers)
+	}
+	if len(js.CreatedContainers) != 1 || js.CreatedContainers[0] != az.Endpoint+"/data2" {
+		t.Errorf("created_containers %q, want [%s/data2]", js.CreatedContainers, az.Endpoint)
+	}
+	pr, prows := trafficRows(t, pushRun)
+	if n := sum(prows, func(r trace.TrafficRow) *uint64 { return r.HTTPOtherErrors }); n != 0 {
+		t.Errorf("push trace counts %d other HTTP errors, want 0", n)
+	}
+	if cs, _ := pr.Manifest.Config["created_containers"].([]any); len(cs) != 1 || cs[0] != az.Endpoint+"/data2" {
+		t.Errorf("manifest created_containers %v", pr.Manifest.Config["created_containers"])
+	}
+	code, stdout, stderr = runBlobCmd(t, bin, nil, "analyze", pushRun)
+	if code != 0 {
+		t.Fatalf("analyze of the push: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "other HTTP errors") && !strings.Contains(stdout, "(0 other HTTP errors)") {
+		t.Errorf("analyze reports HTTP errors for a clean push:\n%s", stdout)
 	}
 
 	out := filepath.Join(tmp, "out.bin")
 	run := filepath.Join(tmp, "pull")
-	code, stdout, stderr := runBlobCmd(t, bin, devKeyEnv, "blob", "pull", "--shard", "--sink", out, "--block-size", "3MiB",
+	code, stdout, stderr = runBlobCmd(t, bin, devKeyEnv, "blob", "pull", "--shard", "--sink", out, "--block-size", "3MiB",
 		"--out", run, "--upload", az.Endpoint+"/traces/pre", u1, u2)
 	if code != 0 {
 		t.Fatalf("sharded pull: exit %d: %s", code, stderr)

@@ -169,6 +169,17 @@ type endpoint struct {
 	cnt *Counter
 	// etag is the blob's ETag when prepared (pull: If-Match on every GET).
 	etag *azcore.ETag
+	// prep is what preparing found.
+	prep Prep
+}
+
+// Prep is what preparing a transfer found out about one target.
+type Prep struct {
+	// BlobExisted: push found the blob (and replaces it).
+	BlobExisted bool
+	// CreatedContainer: push created the target's container, which did
+	// not exist.
+	CreatedContainer bool
 }
 
 // open makes the SDK client for blob target t, counting into cnt.

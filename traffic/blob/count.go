@@ -24,9 +24,15 @@ import (
 // as other), with its latency to response headers and, for a 503, its
 // x-ms-error-code. Attempts aborted because the caller cancelled the
 // context (context.Canceled) are not counted; a per-try timeout is.
+//
+// A probe's expected answer is not a failure: when the call declared the
+// status and x-ms-error-code it expects (push's existence check of a new
+// blob, 404 BlobNotFound or ContainerNotFound; its container create, 409
+// ContainerAlreadyExists), an attempt answered so is counted in Expected
+// only, not in Requests, HTTPOther or the latencies.
 // Counts are cumulative; Stats is safe to call at any time.
 type Counter struct {
-	requests, s2xx, s503, s500, other, retries atomic.Uint64
+	requests, s2xx, s503, s500, other, retries, expected atomic.Uint64
 	// bytes is payload moved (added by the transfer, not the policy).
 	bytes   atomic.Uint64
 	latency Histogram
@@ -43,12 +49,49 @@ type tries struct{ n int }
 type opKey struct{}
 
 // opStats is filled by the policy for one call of this package: the
-// number of attempts it took (for error messages).
-type opStats struct{ attempts atomic.Int32 }
+// number of attempts it took (for error messages). expect lists the
+// answers that are not failures of a probe (see withProbe).
+type opStats struct {
+	attempts atomic.Int32
+	expect   []answer
+}
+
+// answer is an HTTP status with its x-ms-error-code.
+type answer struct {
+	Status int
+	Code   string
+}
+
+// Answers a push's probes expect.
+var (
+	answerBlobNotFound      = answer{http.StatusNotFound, "BlobNotFound"}
+	answerContainerNotFound = answer{http.StatusNotFound, "ContainerNotFound"}
+	answerContainerExists   = answer{http.StatusConflict, "ContainerAlreadyExists"}
+)
 
 func withOp(ctx context.Context) (context.Context, *opStats) {
 	op := &opStats{}
 	return context.WithValue(ctx, opKey{}, op), op
+}
+
+// withProbe is withOp for a call whose answers in expect are outcomes the
+// caller acts on, not errors: the Counter counts them as Expected.
+func withProbe(ctx context.Context, expect ...answer) (context.Context, *opStats) {
+	op := &opStats{expect: expect}
+	return context.WithValue(ctx, opKey{}, op), op
+}
+
+// expects reports whether resp is one of op's expected answers.
+func (op *opStats) expects(resp *http.Response) bool {
+	if op == nil || resp == nil {
+		return false
+	}
+	for _, a := range op.expect {
+		if resp.StatusCode == a.Status && resp.Header.Get("x-ms-error-code") == a.Code {
+			return true
+		}
+	}
+	return false
 }
 
 // Do implements policy.Policy.
@@ -60,12 +103,17 @@ func (c *Counter) Do(req *policy.Request) (*http.Response, error) {
 	}
 	st.n++
 	ctx := req.Raw().Context()
-	if op, ok := ctx.Value(opKey{}).(*opStats); ok {
+	op, _ := ctx.Value(opKey{}).(*opStats)
+	if op != nil {
 		op.attempts.Add(1)
 	}
 	start := time.Now()
 	resp, err := req.Next()
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return resp, err
+	}
+	if err == nil && op.expects(resp) {
+		c.expected.Add(1)
 		return resp, err
 	}
 	c.requests.Add(1)
@@ -116,6 +164,12 @@ type Stats struct {
 	HTTPOther uint64
 	// Retries counts attempts after the first of one SDK call.
 	Retries uint64
+	// Expected counts probe attempts answered as the probe expected (a
+	// push's existence check of a new blob or container: 404 BlobNotFound
+	// or ContainerNotFound; its container create: 409
+	// ContainerAlreadyExists). They are answers, not failures, and are not
+	// in Requests (nor in any other count).
+	Expected uint64
 	// Latency holds latencies to response headers, in µs.
 	Latency HistSnapshot
 	// Codes503 counts 503 responses per x-ms-error-code ("-": none).
@@ -127,7 +181,7 @@ func (c *Counter) Stats() Stats {
 	s := Stats{
 		Bytes: c.bytes.Load(), Requests: c.requests.Load(), HTTP2xx: c.s2xx.Load(),
 		HTTP503: c.s503.Load(), HTTP500: c.s500.Load(), HTTPOther: c.other.Load(),
-		Retries: c.retries.Load(), Latency: c.latency.Snapshot(),
+		Retries: c.retries.Load(), Expected: c.expected.Load(), Latency: c.latency.Snapshot(),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -146,7 +200,8 @@ func (s Stats) Sub(prev Stats) Stats {
 		Bytes: sub(s.Bytes, prev.Bytes), Requests: sub(s.Requests, prev.Requests),
 		HTTP2xx: sub(s.HTTP2xx, prev.HTTP2xx), HTTP503: sub(s.HTTP503, prev.HTTP503),
 		HTTP500: sub(s.HTTP500, prev.HTTP500), HTTPOther: sub(s.HTTPOther, prev.HTTPOther),
-		Retries: sub(s.Retries, prev.Retries), Latency: s.Latency.Sub(prev.Latency),
+		Retries: sub(s.Retries, prev.Retries), Expected: sub(s.Expected, prev.Expected),
+		Latency: s.Latency.Sub(prev.Latency),
 	}
 	for k, v := range s.Codes503 {
 		if n := sub(v, prev.Codes503[k]); n > 0 {
@@ -164,7 +219,7 @@ func (s Stats) Add(o Stats) Stats {
 	r := Stats{
 		Bytes: s.Bytes + o.Bytes, Requests: s.Requests + o.Requests, HTTP2xx: s.HTTP2xx + o.HTTP2xx,
 		HTTP503: s.HTTP503 + o.HTTP503, HTTP500: s.HTTP500 + o.HTTP500,
-		HTTPOther: s.HTTPOther + o.HTTPOther, Retries: s.Retries + o.Retries,
+		HTTPOther: s.HTTPOther + o.HTTPOther, Retries: s.Retries + o.Retries, Expected: s.Expected + o.Expected,
 	}
 	if s.Latency != nil || o.Latency != nil {
 		r.Latency = make(HistSnapshot, histBuckets)

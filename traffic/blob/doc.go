@@ -14,7 +14,9 @@
 // loop (policy.ClientOptions.PerRetryPolicies): it sees each try the retry
 // policy makes, with its status (2xx, 503, 500, other), the
 // x-ms-error-code of 503 responses and its latency to response headers.
-// Counts are cumulative and lock-free; Transfer.Stats returns them for a
+// The expected answers of a push's probes (404 of the existence check for a
+// new blob or container, 409 of a create that lost a race; a missing
+// container is created) are counted apart, as Stats.Expected. Counts are cumulative and lock-free; Transfer.Stats returns them for a
 // recorder to difference per interval.
 //
 // Credentials come from the environment or the URL, never from flags: a

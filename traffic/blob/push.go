@@ -26,11 +26,15 @@ type PushConfig struct {
 }
 
 // PreparePush checks every target (one GetProperties each: a missing blob
-// is fine, a missing container or refused credentials are not), opens the
-// source and plans the blocks: Put Block of Options.BlockSize bytes each,
-// then one Put Block List per blob when its last block is staged. Staged
-// blocks and the commit are idempotent, so retries never store data
-// twice. A blob holds at most MaxBlocks blocks.
+// is fine, refused credentials are not), creates a target's container
+// when it does not exist (like azcopy; a concurrent creator's 409
+// ContainerAlreadyExists is fine), opens the source and plans the blocks:
+// Put Block of Options.BlockSize bytes each, then one Put Block List per
+// blob when its last block is staged. Staged blocks and the commit are
+// idempotent, so retries never store data twice. A blob holds at most
+// MaxBlocks blocks. The existence check's 404 (new blob or container) and
+// the create's 409 are expected answers: counted in Stats.Expected, not
+// as requests or HTTP errors of the transfer.
 func (c *Client) PreparePush(ctx context.Context, cfg PushConfig) (*Transfer, error) {
 	if len(cfg.Targets) == 0 {
 		return nil, errors.New("push: no blob URL")
@@ -56,12 +60,18 @@ func (c *Client) PreparePush(ctx context.Context, cfg PushConfig) (*Transfer, er
 			return nil, err
 		}
 		x.eps = append(x.eps, ep)
-		octx, op := withOp(ctx)
+		octx, op := withProbe(ctx, answerBlobNotFound, answerContainerNotFound)
 		_, err = ep.bb.GetProperties(octx, nil)
 		switch {
 		case err == nil:
+			ep.prep.BlobExisted = true
 			c.opts.log().Warn("blob exists; the push replaces it", "url", t.Display)
-		case !IsCode(err, "BlobNotFound"):
+		case IsCode(err, "BlobNotFound"):
+		case IsCode(err, "ContainerNotFound"):
+			if ep.prep.CreatedContainer, err = c.createContainer(ctx, t, ep.cnt); err != nil {
+				return nil, err
+			}
+		default:
 			return nil, newRequestError("get properties of", t, op, err)
 		}
 	}
@@ -142,4 +152,28 @@ func commit(ctx context.Context, ep *endpoint, ids []string, del bool) error {
 		return newRequestError("delete", ep.t, op, err)
 	}
 	return nil
+}
+
+// createContainer creates blob target t's container, counting into cnt.
+// It returns false when another client created it first (409
+// ContainerAlreadyExists).
+func (c *Client) createContainer(ctx context.Context, t Target, cnt *Counter) (bool, error) {
+	ct := t
+	if u, err := t.containerURL(); err == nil {
+		ct.Display, ct.Blob = Redact(u), ""
+	}
+	cc, err := c.ContainerClient(t, cnt)
+	if err != nil {
+		return false, err
+	}
+	octx, op := withProbe(ctx, answerContainerExists)
+	_, err = cc.Create(octx, nil)
+	switch {
+	case IsCode(err, "ContainerAlreadyExists"):
+		return false, nil
+	case err != nil:
+		return false, newRequestError("create the missing container", ct, op, err)
+	}
+	c.opts.log().Info("created the container: it did not exist", "url", ct.Display)
+	return true, nil
 }

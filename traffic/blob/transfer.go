@@ -65,6 +65,32 @@ func (x *Transfer) Targets() []Target {
 	return ts
 }
 
+// Prepared returns what preparing found out about each target, in URL
+// order.
+func (x *Transfer) Prepared() []Prep {
+	ps := make([]Prep, len(x.eps))
+	for i, ep := range x.eps {
+		ps[i] = ep.prep
+	}
+	return ps
+}
+
+// CreatedContainers returns the URLs (without SAS) of the containers the
+// push created because they did not exist, in URL order.
+func (x *Transfer) CreatedContainers() []string {
+	var out []string
+	for _, ep := range x.eps {
+		if ep.prep.CreatedContainer {
+			u, err := ep.t.containerURL()
+			if err != nil {
+				continue
+			}
+			out = append(out, Redact(u))
+		}
+	}
+	return out
+}
+
 // TotalBytes returns the payload bytes the transfer moves when it
 // completes (over all targets).
 func (x *Transfer) TotalBytes() int64 { return x.total }

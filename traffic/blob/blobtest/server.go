@@ -1,10 +1,11 @@
 // Package blobtest holds test helpers for Azure Blob clients: a small
-// fault-injecting Blob server that answers the ranged-download subset of
-// the REST API (Get Blob Properties, Get Blob with a range) on loopback,
-// and a launcher for the Azurite emulator.
+// fault-injecting Blob server that answers the ranged-download and
+// block-upload subset of the REST API on loopback, and a launcher for the
+// Azurite emulator.
 package blobtest
 
 import (
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,12 @@ func AlwaysBusy() Fault {
 // Server is a loopback Blob endpoint for account DevAccount. It accepts
 // any credentials. HEAD answers Get Blob Properties; GET answers Get Blob,
 // whole or with an x-ms-range / Range header (206 + Content-Range), and
-// honours If-Match. Other methods get 501.
+// honours If-Match. With ?restype=container, PUT creates a container (201,
+// or 409 ContainerAlreadyExists), HEAD/GET answer Get Container
+// Properties and DELETE deletes it with its blobs. PUT ?comp=block stages
+// a block, PUT ?comp=blocklist commits the <Latest> blocks listed (400
+// InvalidBlockList for an unknown one), DELETE deletes a blob. Other
+// requests get 501.
 type Server struct {
 	// URL is the account endpoint, http://127.0.0.1:PORT/devstoreaccount1;
 	// blob URLs are URL + "/CONTAINER/BLOB".
@@ -60,8 +66,10 @@ type Server struct {
 	srv  *http.Server
 	done chan struct{}
 
-	mu     sync.Mutex
-	blobs  map[string]*object
+	mu    sync.Mutex
+	blobs map[string]*object
+	// staged holds uncommitted blocks by CONTAINER/NAME and block ID.
+	staged map[string]map[string][]byte
 	fault  Fault
 	counts map[string]int64
 	sizes  map[int64]int64
@@ -85,7 +93,7 @@ func NewServer() (*Server, error) {
 		return nil, fmt.Errorf("blobtest: %w", err)
 	}
 	s := &Server{URL: "http://" + ln.Addr().String() + "/" + DevAccount, ln: ln, done: make(chan struct{}),
-		blobs: map[string]*object{}, counts: map[string]int64{}, sizes: map[int64]int64{}}
+		blobs: map[string]*object{}, staged: map[string]map[string][]byte{}, counts: map[string]int64{}, sizes: map[int64]int64{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		defer close(s.done)
@@ -129,6 +137,35 @@ func (s *Server) put(container, name string, o *object) {
 	o.etag = fmt.Sprintf("\"0x8D%013X\"", time.Now().UnixNano()&0xFFFFFFFFFFFFF)
 	s.blobs[container+"/"+name] = o
 	s.blobs[container+"/"] = &object{} // the container exists
+}
+
+// CreateContainer creates an empty container (nothing if it exists).
+func (s *Server) CreateContainer(container string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.blobs[container+"/"] == nil {
+		s.blobs[container+"/"] = &object{}
+	}
+}
+
+// HasContainer reports whether the container exists.
+func (s *Server) HasContainer(container string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blobs[container+"/"] != nil
+}
+
+// Blob returns the content of CONTAINER/NAME when it was stored with Put
+// or pushed (Put Block List); ok is false for a missing, synthetic or
+// file blob.
+func (s *Server) Blob(container, name string) (data []byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.blobs[container+"/"+name]
+	if o == nil || name == "" || o.data == nil {
+		return nil, false
+	}
+	return o.data, true
 }
 
 // SetFault sets the fault schedule (nil: none) and restarts the GET
@@ -203,7 +240,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o := s.blobs[container+"/"+name]
 	fault := s.fault
 	s.mu.Unlock()
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	q := r.URL.Query()
+	switch {
+	case q.Get("restype") == "container":
+		s.serveContainer(w, r, container, cok)
+		return
+	case r.Method == http.MethodPut || r.Method == http.MethodDelete:
+		s.serveWrite(w, r, container, name, cok, q.Get("comp"))
+		return
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		s.fail(w, r, http.StatusNotImplemented, "UnsupportedHttpVerb")
 		return
 	}
@@ -242,6 +287,119 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveGet(w, r, o)
+}
+
+// serveContainer answers Create Container (PUT), Get Container Properties
+// (HEAD, GET) and Delete Container (DELETE).
+func (s *Server) serveContainer(w http.ResponseWriter, r *http.Request, container string, exists bool) {
+	switch {
+	case r.Method == http.MethodPut && exists:
+		s.fail(w, r, http.StatusConflict, "ContainerAlreadyExists")
+	case r.Method == http.MethodPut:
+		s.CreateContainer(container)
+		s.ok(w, http.StatusCreated)
+	case !exists:
+		s.fail(w, r, http.StatusNotFound, "ContainerNotFound")
+	case r.Method == http.MethodHead || r.Method == http.MethodGet:
+		s.ok(w, http.StatusOK)
+	case r.Method == http.MethodDelete:
+		s.mu.Lock()
+		for k := range s.blobs {
+			if strings.HasPrefix(k, container+"/") {
+				delete(s.blobs, k)
+			}
+		}
+		for k := range s.staged {
+			if strings.HasPrefix(k, container+"/") {
+				delete(s.staged, k)
+			}
+		}
+		s.mu.Unlock()
+		s.ok(w, http.StatusAccepted)
+	default:
+		s.fail(w, r, http.StatusNotImplemented, "UnsupportedHttpVerb")
+	}
+}
+
+// maxBlock is the largest block the server stages.
+const maxBlock = 256 << 20
+
+// serveWrite answers Put Block, Put Block List and Delete Blob.
+func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, container, name string, exists bool, comp string) {
+	key := container + "/" + name
+	switch {
+	case !exists:
+		s.fail(w, r, http.StatusNotFound, "ContainerNotFound")
+	case name == "":
+		s.fail(w, r, http.StatusBadRequest, "InvalidUri")
+	case r.Method == http.MethodDelete:
+		s.mu.Lock()
+		_, found := s.blobs[key]
+		delete(s.blobs, key)
+		delete(s.staged, key)
+		s.mu.Unlock()
+		if !found {
+			s.fail(w, r, http.StatusNotFound, "BlobNotFound")
+			return
+		}
+		s.ok(w, http.StatusAccepted)
+	case comp == "block":
+		id := r.URL.Query().Get("blockid")
+		data, err := io.ReadAll(io.LimitReader(r.Body, maxBlock+1))
+		if err != nil || id == "" || len(data) > maxBlock {
+			s.fail(w, r, http.StatusBadRequest, "InvalidInput")
+			return
+		}
+		s.mu.Lock()
+		if s.staged[key] == nil {
+			s.staged[key] = map[string][]byte{}
+		}
+		s.staged[key][id] = data
+		s.mu.Unlock()
+		s.ok(w, http.StatusCreated)
+	case comp == "blocklist":
+		var list struct {
+			Latest []string `xml:"Latest"`
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err == nil {
+			err = xml.Unmarshal(body, &list)
+		}
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, "InvalidXmlDocument")
+			return
+		}
+		s.mu.Lock()
+		var data []byte
+		for _, id := range list.Latest {
+			b, ok := s.staged[key][id]
+			if !ok {
+				s.mu.Unlock()
+				s.fail(w, r, http.StatusBadRequest, "InvalidBlockList")
+				return
+			}
+			data = append(data, b...)
+		}
+		delete(s.staged, key)
+		s.mu.Unlock()
+		if data == nil {
+			data = []byte{}
+		}
+		s.Put(container, name, data)
+		s.mu.Lock()
+		w.Header().Set("ETag", s.blobs[key].etag)
+		s.mu.Unlock()
+		s.ok(w, http.StatusCreated)
+	default:
+		s.fail(w, r, http.StatusNotImplemented, "UnsupportedHttpVerb")
+	}
+}
+
+// ok answers status with an empty body, and counts it.
+func (s *Server) ok(w http.ResponseWriter, status int) {
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(status)
+	s.record(status, "", 0)
 }
 
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, o *object) {

@@ -134,3 +134,71 @@ func TestRunErrorsBeforeTrace(t *testing.T) {
 		t.Error("a run directory was created")
 	}
 }
+
+// A push to a container that does not exist, run in-process: the
+// container is created and the run says so (summary, JSON, manifest); the
+// existence check's 404 is an expected answer, so the trace counts 0
+// other HTTP errors, and the pushed bytes are on the server.
+func TestRunPushNewContainer(t *testing.T) {
+	s, err := blobtest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cfg := DefaultConfig(CmdPush)
+	cfg.URLs = []string{s.URL + "/nptest/test1.bin"}
+	cfg.Size = 3<<20 + 3
+	cfg.Blob.Concurrency, cfg.Blob.BlockSize = 2, 1<<20
+	cfg.Interval, cfg.Out = 10*time.Millisecond, filepath.Join(t.TempDir(), "run")
+	cfg.Host.NoBPF = true
+	var logs bytes.Buffer
+	res, err := Run(context.Background(), cfg, "test", devEnv, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Blob("nptest", "test1.bin"); !ok || int64(len(got)) != cfg.Size {
+		t.Fatalf("pushed blob: %d bytes (stored %v), want %d", len(got), ok, cfg.Size)
+	}
+	run, err := trace.Open(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := run.Traffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req, other, ok2xx uint64
+	for _, r := range rows {
+		req, other, ok2xx = req+*r.Requests, other+*r.HTTPOtherErrors, ok2xx+*r.HTTP2xx
+	}
+	// Create Container + 4 Put Block + Put Block List, all 2xx.
+	if req != 6 || ok2xx != 6 || other != 0 {
+		t.Errorf("trace: %d requests, %d 2xx, %d other; want 6, 6, 0", req, ok2xx, other)
+	}
+	sm := res.Summary
+	if sm.Total.HTTPOther != 0 || sm.ExpectedAnswers != 1 || len(sm.CreatedContainers) != 1 || sm.CreatedContainers[0] != s.URL+"/nptest" {
+		t.Errorf("summary: other %d, expected %d, created %q", sm.Total.HTTPOther, sm.ExpectedAnswers, sm.CreatedContainers)
+	}
+	var text bytes.Buffer
+	if err := sm.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	for _, want := range []string{"created container " + s.URL + "/nptest (it did not exist)", "404 (new blob or container)", ": 1, expected, not errors"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, text.String())
+		}
+	}
+	if js := sm.JSON(); js.ExpectedProbeAnswers != 1 || len(js.CreatedContainers) != 1 || js.Total.HTTPOther != 0 {
+		t.Errorf("JSON: %+v", js)
+	}
+	cc, _ := run.Manifest.Config["created_containers"].([]any)
+	tg, _ := run.Manifest.Config["targets"].([]any)
+	t0, _ := tg[0].(map[string]any)
+	if len(cc) != 1 || cc[0] != s.URL+"/nptest" || t0["container_created"] != true || t0["expected_probe_answers"] != 1.0 {
+		t.Errorf("manifest: created_containers %v, target %v", cc, t0)
+	}
+	if !strings.Contains(logs.String(), "created the container") {
+		t.Errorf("no log line about the created container:\n%s", logs.String())
+	}
+}

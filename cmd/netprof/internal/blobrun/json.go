@@ -10,6 +10,13 @@ type JSONSummary struct {
 	Throughput JSONThroughput `json:"application_throughput"`
 	Total      JSONCounts     `json:"total"`
 	Setup      *JSONCounts    `json:"bench_setup,omitempty"`
+	// ExpectedProbeAnswers counts a push's existence checks answered 404
+	// (new blob or container) and container creates answered 409
+	// (created meanwhile): expected answers, not in Total.
+	ExpectedProbeAnswers uint64 `json:"expected_probe_answers"`
+	// CreatedContainers lists the containers the push created (URLs
+	// without SAS); empty when it created none.
+	CreatedContainers []string `json:"created_containers"`
 	// Latency to response headers over the whole run, µs; null without
 	// responses.
 	LatencyP50Us *uint64        `json:"request_latency_p50_us"`
@@ -65,7 +72,8 @@ func (s *Summary) JSON() JSONSummary {
 		Throughput: JSONThroughput{PeakGbps: s.App.PeakBps / 1e9, SteadyGbps: s.App.SteadyBps / 1e9,
 			WholeGbps: s.App.WholeRunBps / 1e9, Bytes: s.Total.Bytes},
 		LatencyP50Us: s.LatencyP50Us, LatencyP99Us: s.LatencyP99Us,
-		Intervals: []JSONInterval{}, Targets: []JSONTarget{}}
+		Intervals: []JSONInterval{}, Targets: []JSONTarget{},
+		ExpectedProbeAnswers: s.ExpectedAnswers, CreatedContainers: append([]string{}, s.CreatedContainers...)}
 	if s.Setup != nil {
 		c := jsonCounts(*s.Setup)
 		j.Setup = &c

@@ -206,6 +206,16 @@ func manifest(cfg Config, toolVersion string, x *blob.Transfer) trace.Manifest {
 	_ = unix.Uname(&uts)
 	mc := cfg.manifestConfig(x.Targets())
 	mc["total_bytes"], mc["blocks"] = x.TotalBytes(), x.Blocks()
+	if x.Kind() == blob.KindPush {
+		// What the existence checks found; their expected 404s (and a
+		// racing create's 409) are here, not in traffic.parquet.
+		prep, stats := x.Prepared(), x.Stats()
+		for i, t := range mc["targets"].([]map[string]any) {
+			t["blob_existed"], t["container_created"] = prep[i].BlobExisted, prep[i].CreatedContainer
+			t["expected_probe_answers"] = stats[i].Expected
+		}
+		mc["created_containers"] = append([]string{}, x.CreatedContainers()...)
+	}
 	return trace.Manifest{
 		ToolVersion: toolVersion, Argv: blob.RedactArgs(cfg.Argv), Start: time.Now().UTC(), Host: host,
 		Kernel: unix.ByteSliceToString(uts.Release[:]), CPUCount: runtime.NumCPU(),

@@ -17,7 +17,10 @@ func (s *sampler) Name() string { return "blob" }
 
 // Baseline starts from zero, not from the counters' current values: the
 // first interval also holds the requests made while preparing (the
-// GetProperties of every URL), so every attempt is in the trace.
+// GetProperties of every URL, a push's container create), so every
+// attempt is in the trace, except a push's expected probe answers (404 of
+// a new blob or container, 409 of a racing create), which are not errors
+// and are recorded in the manifest (targets[].expected_probe_answers).
 func (s *sampler) Baseline() error {
 	s.prev = make([]blob.Stats, len(s.x.Targets()))
 	return nil

@@ -34,6 +34,14 @@ type Summary struct {
 	Targets                    []TargetCounts
 	// Setup holds the unmeasured push of a pull bench (nil otherwise).
 	Setup *Counts
+	// ExpectedAnswers counts a push's probe attempts answered as expected
+	// (existence check of a new blob or container: 404 BlobNotFound or
+	// ContainerNotFound; a racing container create: 409
+	// ContainerAlreadyExists): answers, not errors, so not in Total.
+	ExpectedAnswers uint64
+	// CreatedContainers are the containers (URLs without SAS) the push
+	// created because they did not exist.
+	CreatedContainers []string
 }
 
 // Counts are request counts and payload bytes.
@@ -145,6 +153,7 @@ func summarize(dir string, x *blob.Transfer) (*Summary, error) {
 	for _, ts := range x.Stats() {
 		all = all.Add(ts.Stats)
 	}
+	s.ExpectedAnswers, s.CreatedContainers = all.Expected, x.CreatedContainers()
 	if p50, ok := all.Latency.Quantile(0.5); ok {
 		p99, _ := all.Latency.Quantile(0.99)
 		s.LatencyP50Us, s.LatencyP99Us = &p50, &p99
@@ -188,6 +197,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if s.Setup != nil {
 		c := *s.Setup
 		fmt.Fprintf(tw, "bench setup (not recorded)\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", c.Requests, c.HTTP2xx, c.HTTP503, c.HTTP500, c.HTTPOther, c.Retries, pct(c.Rate503()))
+	}
+	if s.ExpectedAnswers > 0 {
+		fmt.Fprintf(tw, "existence checks answered 404 (new blob or container) or 409 (container just created): %d, expected, not errors, not counted above\n", s.ExpectedAnswers)
+	}
+	for _, u := range s.CreatedContainers {
+		fmt.Fprintf(tw, "created container %s (it did not exist)\n", u)
 	}
 	fmt.Fprintf(tw, "\nrequest latency to response headers, whole run (µs)\tp50 %s\tp99 %s\n", optUs(s.LatencyP50Us), optUs(s.LatencyP99Us))
 	if c.Codes503 != "" {
