@@ -10,14 +10,7 @@ import (
 // with units in keys, and null (not 0) for what was not measured.
 func TestJSONReport(t *testing.T) {
 	r := newFixture(true).build(t)
-	b, err := json.Marshal(r.JSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := jsonMap(t, r)
 	app := m["throughput"].(map[string]any)["rx"].(map[string]any)["application"].(map[string]any)
 	if got := app["peak_gbit_per_s"].(float64); !approxEq(got, 9.6) {
 		t.Errorf("peak_gbit_per_s = %v, want 9.6", got)
@@ -37,7 +30,7 @@ func TestJSONReport(t *testing.T) {
 	f := newFixture(false)
 	f.cpus, f.flows = nil, nil
 	off := f.build(t).JSON()
-	b, _ = json.Marshal(off)
+	b, _ := json.Marshal(off)
 	s := string(b)
 	for _, want := range []string{`"interface_bpf":null`, `"rtt":null`, `"busiest_cpu":null`, `"cpus":[]`} {
 		if !strings.Contains(s, want) {

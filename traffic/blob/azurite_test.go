@@ -58,14 +58,7 @@ func TestAzuritePushPull(t *testing.T) {
 	}
 	tg := blobIn(t, ct, "dir/src.bin")
 	ctx := context.Background()
-	x, err := c.PreparePush(ctx, blob.PushConfig{Targets: []blob.Target{tg}, File: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	x.Close()
+	x := mustPush(t, c, blob.PushConfig{Targets: []blob.Target{tg}, File: src})
 	st := sumStats(x)
 	// 6 Put Block + 1 Put Block List; the HEAD's 404 BlobNotFound (a new
 	// blob) is an expected answer, not a request of the transfer.
@@ -125,14 +118,7 @@ func TestAzuritePushNewContainer(t *testing.T) {
 	}
 	const size = 3<<20 + 5
 	tg := target(t, az.Endpoint+"/nptest/test1.bin")
-	x, err := c.PreparePush(ctx, blob.PushConfig{Targets: []blob.Target{tg}, Size: size})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	x.Close()
+	x := mustPush(t, c, blob.PushConfig{Targets: []blob.Target{tg}, Size: size})
 	if _, err := cc.GetProperties(ctx, nil); err != nil {
 		t.Fatalf("container nptest after the push: %v", err)
 	}
@@ -162,17 +148,9 @@ func TestAzuriteShardedPull(t *testing.T) {
 	c := newClient(t, az.Env(), o)
 	const size = 16<<20 + 5
 	var reps []blob.Target
-	ctx := context.Background()
 	for _, name := range []string{"replica-a", "replica-b"} {
 		tg := blobIn(t, newContainer(t, c, az, name), "big.bin")
-		x, err := c.PreparePush(ctx, blob.PushConfig{Targets: []blob.Target{tg}, Size: size, DeleteAfter: false})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := x.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		x.Close()
+		mustPush(t, c, blob.PushConfig{Targets: []blob.Target{tg}, Size: size, DeleteAfter: false})
 		reps = append(reps, tg)
 	}
 	out := filepath.Join(t.TempDir(), "big.bin")

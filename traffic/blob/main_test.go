@@ -83,6 +83,22 @@ func pull(t testing.TB, c *blob.Client, cfg blob.PullConfig) (*blob.Transfer, er
 	return x, err
 }
 
+// mustPush runs a push to completion, failing the test on any error.
+func mustPush(t testing.TB, c *blob.Client, cfg blob.PushConfig) *blob.Transfer {
+	t.Helper()
+	x, err := c.PreparePush(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 func sumStats(x *blob.Transfer) blob.Stats {
 	var s blob.Stats
 	for _, ts := range x.Stats() {
