@@ -81,7 +81,7 @@ func (a *flowAcc) finish(b *builder) {
 		s := f.summary(b.traffic.endpoints)
 		r.Flows = append(r.Flows, s)
 		all.merge(&f.rtt)
-		if isPeer(s.Peer) {
+		if isPeer(s.Peer) && isPeer(f.src) { // a multicast packet received: local end ff02::…
 			peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
 		}
 	}
@@ -248,10 +248,10 @@ func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
 	return trace.Probe{}, false
 }
 
-// isPeer reports whether a flow's remote address is a host: multicast
-// (e.g. IPv6 MLD reports and router solicitations to ff02::/16) and the
-// unspecified address (duplicate address detection) stay in Flows but are
-// nobody's peer.
+// isPeer reports whether an address is a host's: multicast (e.g. IPv6
+// MLD reports and router solicitations to ff02::/16) and the unspecified
+// address (duplicate address detection) are not. A flow with either end
+// multicast or unspecified stays in Flows but gives no peer.
 func isPeer(addr string) bool {
 	a, err := netip.ParseAddr(addr)
 	return err != nil || !(a.IsMulticast() || a.IsUnspecified())

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,15 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	if p50 := res.Report.RTT.P50Us; p50 == 0 || p50 >= 10000 {
 		t.Errorf("RTT p50 = %d µs, want in (0, 10 ms)", p50)
+	}
+	// The only peers are the two ends: the namespaces' own IPv6 MLD
+	// reports to ff02::16 are flows, not peers.
+	var peers []string
+	for _, p := range res.Report.Peers {
+		peers = append(peers, p.Peer)
+	}
+	if slices.Sort(peers); !slices.Equal(peers, []string{"198.18.0.1", "198.18.0.2"}) {
+		t.Errorf("peers %q, want the two ends of the test bed", peers)
 	}
 }
 
