@@ -114,10 +114,11 @@ func offBy(a, b float64) float64 { return math.Abs(a-b) / b }
 
 // Ground truth for the tcp probe's RTT: over the delay line with 1 ms and
 // 10 ms each way, the smallest RTT the probe saw on the sender's flows is
-// within 10% of 2×delay, and within 10% of the round trip the test
-// measures itself through the same line (TCP connect time) — the line adds
-// a few hundred µs, which matters at 1 ms. `ss -ti` on the sender during
-// the run (the kernel's own min_rtt) is checked too.
+// at least 2×delay and within 10% + 0.5 ms above it (the user-space line
+// adds 0.2–0.5 ms, which matters at 1 ms), within 10% of `ss -ti`'s
+// min_rtt on the sender during the run (the like-for-like check), and at
+// most 10% above the TCP connect time the test measures through the same
+// line.
 func TestProbeRTTThroughDelayLine(t *testing.T) {
 	requireBench(t, true)
 	for _, oneWay := range []time.Duration{time.Millisecond, 10 * time.Millisecond} {
@@ -187,8 +188,15 @@ func TestProbeRTTThroughDelayLine(t *testing.T) {
 			gbps = float64(sumApp(res.Received)) * 8 / cfg.Duration.Seconds() / 1e9
 			t.Logf("one-way %v: nominal RTT %.0f µs; probe min RTT %d µs (%d samples); TCP connect min %.0f µs, median %v; ss minrtt %v ms (err %v); ~%.2f Gbit/s app; line A->B %+v",
 				oneWay, nominal, probeMin, samples, ctMin, ct[len(ct)/2], ss, ssErr, gbps, st.AB)
-			if d := offBy(float64(probeMin), nominal); d > 0.10 {
-				t.Errorf("probe min RTT %d µs is %.1f%% from 2×delay %.0f µs (want ≤ 10%%)", probeMin, 100*d, nominal)
+			// The path's RTT is 2×delay plus what the user-space line
+			// itself adds: 0.2–0.5 ms on this 2-vCPU VM (LAB.md), 10–25%
+			// of a 2 ms path. So the probe's minimum must be at least
+			// 2×delay (nothing is faster than the injected delay) and at
+			// most 10% above it plus the line's 0.5 ms; the like-for-like
+			// checks are against ss and the connect time below.
+			const lineAllowanceUs = 500
+			if p := float64(probeMin); p < nominal || p > 1.10*nominal+lineAllowanceUs {
+				t.Errorf("probe min RTT %d µs: want 2×delay %.0f µs to 10%% + %d µs (the line's own delay) above it", probeMin, nominal, lineAllowanceUs)
 			}
 			// Connect time adds the accepting and connecting processes'
 			// wake-ups (more on a loaded host): an upper bound for the
