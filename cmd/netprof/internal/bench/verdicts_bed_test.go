@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/analysis"
+	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 )
@@ -157,7 +158,7 @@ func TestVerdictSoftirqBound(t *testing.T) {
 	const steered = 1
 	var all unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &all); err != nil || !all.IsSet(0) || !all.IsSet(steered) {
-		t.Skipf("needs CPUs 0 and %d (affinity %v: %v)", steered, all, err)
+		kerneltest.Skip(t, fmt.Sprintf("needs CPUs 0 and %d (affinity %v: %v)", steered, all, err))
 	}
 	pinProcess(t, 0)
 	bed := verdictBed(t, nil)
