@@ -22,4 +22,15 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 /* np_cast returns ptr as a read-only pointer to the kernel's type. */
 #define np_cast(ptr, type) ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))
 
+/* tcp_sk returns sk, a full TCP socket (tcp.bpf.c's and sockstate.bpf.c's
+ * tracepoints pass one), as a tcp_sock that fields are read from directly:
+ * bpf_rdonly_cast (Linux >= 6.2, inlined to a move) or bpf_skc_to_tcp_sock
+ * (5.9, a helper call). NULL if the latter refuses it. */
+static __always_inline const struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	if (np_have_cast())
+		return np_cast(sk, struct tcp_sock);
+	return bpf_skc_to_tcp_sock((void *)sk);
+}
+
 #endif

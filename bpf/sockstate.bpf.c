@@ -157,14 +157,6 @@ static __always_inline bool conn_tuple(const struct sock *sk, struct np_sock_con
 	return true;
 }
 
-/* tcp_sk returns sk as a tcp_sock to read directly, as in tcp.bpf.c. */
-static __always_inline const struct tcp_sock *tcp_sk(const struct sock *sk)
-{
-	if (np_have_cast())
-		return np_cast(sk, struct tcp_sock);
-	return bpf_skc_to_tcp_sock((void *)sk);
-}
-
 /* wakeup_flag returns the ring-buffer submit flag of an event. By default
  * the kernel wakes the reader for every record submitted to an empty ring:
  * an irq_work, which costs a self-IPI, a VM exit on a virtual machine

@@ -78,17 +78,6 @@ static __always_inline __u32 rtt_bucket(__u32 us)
 	return NP_RTT_LINEAR_BUCKETS + ((msb - NP_RTT_LOG_FIRST) << NP_RTT_SUB_BITS) + sub;
 }
 
-/* tcp_sk returns sk as a tcp_sock that fields are read from directly:
- * bpf_rdonly_cast (Linux >= 6.2, inlined to a move) or
- * bpf_skc_to_tcp_sock (5.9, a helper call). Both tracepoints pass a full
- * TCP socket. */
-static __always_inline const struct tcp_sock *tcp_sk(const struct sock *sk)
-{
-	if (np_have_cast())
-		return np_cast(sk, struct tcp_sock);
-	return bpf_skc_to_tcp_sock((void *)sk);
-}
-
 /* sock_key fills k from the socket's common fields, read directly (tp_btf
  * arguments are BTF pointers: plain loads, no helper calls). */
 static __always_inline bool sock_key(const struct sock *sk, struct np_flow_key *k)

@@ -69,10 +69,7 @@ var (
 	answerContainerExists   = answer{http.StatusConflict, "ContainerAlreadyExists"}
 )
 
-func withOp(ctx context.Context) (context.Context, *opStats) {
-	op := &opStats{}
-	return context.WithValue(ctx, opKey{}, op), op
-}
+func withOp(ctx context.Context) (context.Context, *opStats) { return withProbe(ctx) }
 
 // withProbe is withOp for a call whose answers in expect are outcomes the
 // caller acts on, not errors: the Counter counts them as Expected.

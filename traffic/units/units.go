@@ -166,6 +166,11 @@ func ParseRate(s string) (Rate, error) {
 	if err != nil {
 		return 0, err
 	}
+	return rateOf(s, r, unit)
+}
+
+// rateOf turns splitNumber's number r and unit of input s into bit/s.
+func rateOf(s string, r *big.Rat, unit string) (Rate, error) {
 	mult, err := rateMultiplier(s, unit)
 	if err != nil {
 		return 0, err
@@ -198,7 +203,7 @@ func ParseLinkRate(s string) (Rate, error) {
 	if r.Sign() <= 0 {
 		return 0, fmt.Errorf("rate %q: must be positive: %w", s, ErrRange)
 	}
-	return ParseRate(s)
+	return rateOf(s, r, unit)
 }
 
 // rateMultiplier returns bits per second per unit.
