@@ -204,8 +204,9 @@ func (b *builder) finish() {
 	b.retransmits()
 	b.gaps()
 	b.bdp()
-	r.Verdicts = evaluate(r, b.th)
-	if f := newFacts(r, b.th); f.ratedTooLow() {
+	f := newFacts(r, b.th)
+	r.Verdicts = evaluate(f)
+	if f.ratedTooLow() {
 		r.note("rated link speed looks wrong: " + f.ratedWarning())
 	}
 	b.noteProbesOff()

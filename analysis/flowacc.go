@@ -34,7 +34,6 @@ type flowState struct {
 
 // flowAcc accumulates the flows table, in row order.
 type flowAcc struct {
-	steady *Windows
 	// steadyLo and steadyHi bound the steady state (Unix ns) when
 	// steadyOn; a row counts when its interval's midpoint is inside.
 	steadyOn           bool
@@ -48,8 +47,8 @@ type flowAcc struct {
 }
 
 func (a *flowAcc) init(b *builder) {
-	a.steady, a.index, a.flows, a.last = b.r.steady(), map[flowKey]int32{}, nil, -1
-	if w := a.steady; w != nil && w.SteadyIntervals > 0 {
+	a.index, a.flows, a.last = map[flowKey]int32{}, nil, -1
+	if w := b.r.steady(); w != nil && w.SteadyIntervals > 0 {
 		a.steadyOn, a.steadyLo, a.steadyHi = true, w.SteadyStart.UnixNano(), w.SteadyEnd.UnixNano()
 	}
 }

@@ -98,8 +98,6 @@ func (a *flowAcc) finish(b *builder) {
 		if why, down := r.programsDown("flows snd_cwnd, mss, srtt not sampled", "np_tcp_probe"); down {
 			r.reasons[figFlowTCP] = why
 		}
-	}
-	if a.rows > 0 {
 		if p, off := retransmitProbeOff(r.Manifest); off {
 			r.reasons[figFlowRetx] = "probe " + p.Name + " not attached: " + orDash(p.Reason)
 		} else {
@@ -127,27 +125,6 @@ func (r *Report) FlowRetxOff() string {
 		return ""
 	}
 	return r.reason(figFlowRetx, "probes off")
-}
-
-// programsDown returns probesOff(what, progs...) and true when the
-// manifest lists programs matching progs (names or prefixes) and none of
-// them attached: their columns then hold 0, not a measurement.
-func (r *Report) programsDown(what string, progs ...string) (string, bool) {
-	seen := false
-	for _, p := range r.Manifest.Probes {
-		for _, prefix := range progs {
-			if strings.HasPrefix(p.Name, prefix) {
-				if p.Attached {
-					return "", false
-				}
-				seen = true
-			}
-		}
-	}
-	if !seen {
-		return "", false
-	}
-	return r.probesOff(what, progs...), true
 }
 
 // flowLess orders flows by bytes, then by endpoints.

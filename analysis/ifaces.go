@@ -225,12 +225,8 @@ func (b *builder) compute(points []Point) *Windows {
 // device (also "tuntap", with Ethernet headers) would be taken for TUN;
 // netprof's own tuntap use (bench --rtt's delay line) is TUN.
 func (b *builder) isTUN(k ifaceKey) bool {
-	for _, mi := range b.r.Manifest.Interfaces {
-		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) {
-			return mi.Driver == "tuntap" || mi.Driver == "tun"
-		}
-	}
-	return false
+	mi := b.manifestIface(k)
+	return mi != nil && (mi.Driver == "tuntap" || mi.Driver == "tun")
 }
 
 // isLoopback reports whether the interface is the loopback device: the
@@ -239,22 +235,29 @@ func (b *builder) isTUN(k ifaceKey) bool {
 // network namespace's loopback has; bench's manifest records its driver
 // as "device").
 func (b *builder) isLoopback(k ifaceKey) bool {
-	for _, mi := range b.r.Manifest.Interfaces {
-		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) && mi.Driver == "loopback" {
-			return true
-		}
+	if mi := b.manifestIface(k); mi != nil && mi.Driver == "loopback" {
+		return true
 	}
 	return k.name == "lo"
 }
 
 // mtu returns the manifest MTU of the interface, or 0.
 func (b *builder) mtu(k ifaceKey) int {
-	for _, mi := range b.r.Manifest.Interfaces {
-		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) {
-			return mi.MTU
-		}
+	if mi := b.manifestIface(k); mi != nil {
+		return mi.MTU
 	}
 	return 0
+}
+
+// manifestIface returns the manifest's first entry for the interface
+// (same name; same netns unless either is 0), or nil.
+func (b *builder) manifestIface(k ifaceKey) *trace.Interface {
+	for i, mi := range b.r.Manifest.Interfaces {
+		if mi.Name == k.name && (k.netns == 0 || mi.Netns == 0 || mi.Netns == k.netns) {
+			return &b.r.Manifest.Interfaces[i]
+		}
+	}
+	return nil
 }
 
 // notePartialNulls notes BPF columns null in some (not all) rows of the

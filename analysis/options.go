@@ -145,9 +145,17 @@ const (
 )
 
 // withManifest returns t with HairpinExpectRTT taken from the run's
-// manifest config (ConfigExpectRTT) when t leaves it 0.
+// manifest config when t leaves it 0: bench --expect-rtt
+// (ConfigExpectRTT), else the RTT a bench --rtt run injected (rtt_ns).
 func (t Thresholds) withManifest(cfg map[string]any) Thresholds {
-	if ns := ConfigInt(cfg, ConfigExpectRTT); t.HairpinExpectRTT == 0 && ns > 0 {
+	if t.HairpinExpectRTT != 0 {
+		return t
+	}
+	if ns := ConfigInt(cfg, ConfigExpectRTT); ns > 0 {
+		t.HairpinExpectRTT = time.Duration(ns)
+	} else if ns := ConfigInt(cfg, "rtt_ns"); ns > 0 {
+		// A run over netprof's own delay line (bench --rtt) expects the
+		// RTT it asked for.
 		t.HairpinExpectRTT = time.Duration(ns)
 	}
 	return t

@@ -325,6 +325,14 @@ func (r *Report) steady() *Windows {
 	return r.Primary.W
 }
 
+// primaryDirection returns the direction Primary belongs to (PrimaryDir).
+func (r *Report) primaryDirection() *Direction {
+	if r.PrimaryDir == "tx" {
+		return &r.Tx
+	}
+	return &r.Rx
+}
+
 // orDash returns s, or "-" when s is empty.
 func orDash(s string) string {
 	if s == "" {
@@ -351,22 +359,42 @@ func (r *Report) programDown(name string) (string, bool) {
 // (--probes)". When one of them was attached it returns what, with the
 // cause unknown.
 func (r *Report) probesOff(what string, progs ...string) string {
-	var first *trace.Probe
+	first, attached := r.matchProbes(progs)
+	switch {
+	case attached:
+		return what
+	case first == nil || first.Reason == "":
+		return what + ": probes off"
+	}
+	return fmt.Sprintf("%s: %s not attached: %s", what, first.Name, first.Reason)
+}
+
+// programsDown returns probesOff(what, progs...) and true when the
+// manifest lists programs matching progs (names or prefixes) and none of
+// them attached: their columns then hold 0, not a measurement.
+func (r *Report) programsDown(what string, progs ...string) (string, bool) {
+	if first, attached := r.matchProbes(progs); attached || first == nil {
+		return "", false
+	}
+	return r.probesOff(what, progs...), true
+}
+
+// matchProbes returns the first program the manifest lists that matches
+// progs (names or name prefixes) and is not attached, and whether one
+// that matches is attached (first is then not meaningful).
+func (r *Report) matchProbes(progs []string) (first *trace.Probe, attached bool) {
 	for i, p := range r.Manifest.Probes {
 		for _, prefix := range progs {
 			if !strings.HasPrefix(p.Name, prefix) {
 				continue
 			}
 			if p.Attached {
-				return what
+				return nil, true
 			}
 			if first == nil {
 				first = &r.Manifest.Probes[i]
 			}
 		}
 	}
-	if first == nil || first.Reason == "" {
-		return what + ": probes off"
-	}
-	return fmt.Sprintf("%s: %s not attached: %s", what, first.Name, first.Reason)
+	return first, false
 }

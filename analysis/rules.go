@@ -96,13 +96,11 @@ func meanShare(cs []CPUStat) float64 {
 // every softirq vector when known; n/a with the reason when NET_RX softirq
 // time was not recorded (Report.SoftirqOff: its columns then hold 0).
 func busiestCore(r *Report) string {
-	if r.SoftirqOff != "" {
-		return na("NET_RX softirq time not recorded: " + r.SoftirqOff)
+	s := busiestShare(r)
+	if c := busiestStat(r); c != nil && r.SoftirqOff == "" {
+		s += " NET_RX" + allSoftirq(*c)
 	}
-	if c := busiestStat(r); c != nil {
-		return busiestShare(r) + " NET_RX" + allSoftirq(*c)
-	}
-	return "n/a"
+	return s
 }
 
 // busiestShare formats the busiest CPU's share (n/a when NET_RX softirq
@@ -353,22 +351,11 @@ func ruleStorage(f *facts) Verdict {
 	return v
 }
 
-// injectedRTTUs returns the RTT a bench --rtt run injected (manifest config
-// rtt_ns), in µs; 0 when none.
-func injectedRTTUs(cfg map[string]any) float64 {
-	return float64(ConfigInt(cfg, "rtt_ns")) / 1e3
-}
-
 // ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link
 // expectation.
 func ruleHairpin(f *facts) Verdict {
 	th := f.th
-	expect := float64(th.HairpinExpectRTT.Microseconds())
-	// A run over netprof's own delay line (bench --rtt) expects the RTT it
-	// asked for, unless --expect-rtt said otherwise.
-	if rtt := injectedRTTUs(f.r.Manifest.Config); rtt > 0 && th.HairpinExpectRTT == DefaultThresholds().HairpinExpectRTT {
-		expect = rtt
-	}
+	expect := float64(th.HairpinExpectRTT.Microseconds()) // --expect-rtt, else the run's (Thresholds.withManifest)
 	limit := th.HairpinFactor * expect
 	v := Verdict{Rule: RuleHairpin, Thresholds: []string{fmt.Sprintf(
 		"a peer's min RTT > %.3g x %s expected of an on-link peer = %s (>= %d samples; judged on min RTT, not loaded RTT)",
@@ -463,11 +450,7 @@ func napiSeen(cs []CPUStat) bool {
 // wait for retransmissions and then read in bursts — else the primary
 // counter with its windows w.
 func flatnessCounter(r *Report, w *Windows) (*Rate, *Windows) {
-	d := &r.Rx
-	if r.PrimaryDir == "tx" {
-		d = &r.Tx
-	}
-	if nl := d.Rate(CounterNetlink); nl != nil && nl.W != nil && nl.W.HasActive() && nl.W.SteadyIntervals >= 3 {
+	if nl := r.primaryDirection().Rate(CounterNetlink); nl != nil && nl.W != nil && nl.W.HasActive() && nl.W.SteadyIntervals >= 3 {
 		return nl, nl.W
 	}
 	return r.Primary, w

@@ -105,9 +105,6 @@ func (u Units) FormatBytes(b float64) string {
 // "256 KiB", 1<<20 → "1.00 MiB"; below 1 KiB in bytes.
 func fmtSize(n int64) string { return units.FormatIBytes(uint64(max(n, 0))) }
 
-// FormatSize is fmtSize for other packages (the bench summary).
-func FormatSize(n int64) string { return fmtSize(n) }
-
 // FormatGbps formats a rate in bit/s as decimal Gbit/s (10^9 bit/s) with two
 // decimals, without the unit: 183.6e9 → "183.60".
 func FormatGbps(bps float64) string { return Decimal.FormatRate(bps) }

@@ -90,10 +90,7 @@ func newFacts(r *Report, th Thresholds) *facts {
 	f := &facts{r: r, th: th, steady: r.steady(), hasCPU: len(r.CPUs) > 0}
 	if f.steady != nil {
 		f.link, f.linkLabel = f.steady.SteadyBps, r.Primary.Label
-		d := &r.Rx
-		if r.PrimaryDir == "tx" {
-			d = &r.Tx
-		}
+		d := r.primaryDirection()
 		for _, c := range []string{CounterWire, CounterNetlink} {
 			if rt := d.Rate(c); rt != nil && rt.W != nil && rt.W.HasActive() {
 				f.link, f.linkLabel = rt.W.SteadyBps, rt.Label
@@ -158,8 +155,7 @@ func (f *facts) linkEvidence() string {
 }
 
 // evaluate runs every rule in order, then inconclusive.
-func evaluate(r *Report, th Thresholds) []Verdict {
-	f := newFacts(r, th)
+func evaluate(f *facts) []Verdict {
 	vs := []Verdict{ruleSoftirq(f), ruleWire(f)}
 	vs = append(vs, ruleRateLimited(f), ruleWindow(f, vs[1].Fired()), ruleStorage(f), ruleHairpin(f))
 	vs = append(vs, ruleSender(f, vs[1].Fired(), vs[2].Fired()))
