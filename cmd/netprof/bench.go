@@ -101,15 +101,11 @@ func runBench(c *cli.Context, log *slog.Logger) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
-	if addr := c.String("prometheus"); addr != "" {
-		cfg.Metrics = metrics.New()
-		srv, err := metrics.Serve(addr, cfg.Metrics, log)
-		if err != nil {
-			return usageError{err}
-		}
-		defer srv.Close()
-		fmt.Fprintf(c.App.ErrWriter, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
+	var srv *metrics.Server
+	if cfg.Metrics, srv, err = servePrometheus(c, c.App.ErrWriter, log); err != nil {
+		return err
 	}
+	defer srv.Close()
 	res, err := bench.Run(c.Context, cfg, version, log)
 	if errors.Is(err, bench.ErrPrivilege) {
 		return usageError{err}

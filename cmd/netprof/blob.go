@@ -141,15 +141,11 @@ func runBlob(c *cli.Context, cmd string, log *slog.Logger, extra func(*blobrun.C
 	if err != nil {
 		return usageError{err}
 	}
-	if addr := c.String("prometheus"); addr != "" {
-		cfg.Metrics = metrics.New()
-		srv, err := metrics.Serve(addr, cfg.Metrics, log)
-		if err != nil {
-			return usageError{err}
-		}
-		defer srv.Close()
-		fmt.Fprintf(os.Stderr, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
+	var srv *metrics.Server
+	if cfg.Metrics, srv, err = servePrometheus(c, os.Stderr, log); err != nil {
+		return err
 	}
+	defer srv.Close()
 	res, err := blobrun.Run(c.Context, cfg, version, os.Getenv, log)
 	if blobrun.IsUsage(err) {
 		return usageError{err}

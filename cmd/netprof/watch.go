@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -41,15 +42,11 @@ func watchCommand(log *slog.Logger) *cli.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if addr := c.String("prometheus"); addr != "" {
-				cfg.Metrics = metrics.New()
-				srv, err := metrics.Serve(addr, cfg.Metrics, log)
-				if err != nil {
-					return usageError{err}
-				}
-				defer srv.Close()
-				fmt.Fprintf(os.Stderr, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
+			var srv *metrics.Server
+			if cfg.Metrics, srv, err = servePrometheus(c, os.Stderr, log); err != nil {
+				return err
 			}
+			defer srv.Close()
 			res, err := watch.Run(c.Context, cfg, log)
 			if errors.Is(err, watch.ErrUsage) || isUsage(err) {
 				return usageError{err}
@@ -81,4 +78,22 @@ func watchConfig(c *cli.Context) (watch.Config, error) {
 		return cfg, fmt.Errorf("--top %d: must not be negative", cfg.TopFlows)
 	}
 	return cfg, nil
+}
+
+// servePrometheus serves --prometheus of watch, bench and blob: without
+// the flag it returns nil (a nil *metrics.Server's Close does nothing);
+// with it, the exporter the run records into and its server, announced on
+// w. A server that cannot listen is a usage error.
+func servePrometheus(c *cli.Context, w io.Writer, log *slog.Logger) (*metrics.Exporter, *metrics.Server, error) {
+	addr := c.String("prometheus")
+	if addr == "" {
+		return nil, nil, nil
+	}
+	e := metrics.New()
+	srv, err := metrics.Serve(addr, e, log)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	fmt.Fprintf(w, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
+	return e, srv, nil
 }

@@ -41,11 +41,6 @@ type probeOptions struct {
 	Probes []string
 }
 
-// loadProbes is loadProbesWith with BPF stats off.
-func loadProbes(sc scope, flowEntries uint32, log *slog.Logger) (*probeSet, error) {
-	return loadProbesWith(sc, probeOptions{FlowEntries: flowEntries}, log)
-}
-
 // loadProbesWith loads and attaches the selected probes. A probe that
 // cannot be loaded at all, or a program that cannot be attached, is
 // recorded in status and skipped; the run goes on with the others.

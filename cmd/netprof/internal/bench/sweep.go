@@ -25,16 +25,15 @@ type SweepConfig struct {
 	BlockSizes, Windows []int
 }
 
-// SweepRow is one combination's outcome.
+// SweepRow is one combination's outcome; Config has its stream count,
+// block size and window (SockOpts.Window).
 type SweepRow struct {
-	Config             Config
-	Dir                string
-	Status             string
-	Err                error
-	Report             *analysis.Report
-	Summary            *Summary
-	Streams, BlockSize int
-	Window             int
+	Config  Config
+	Dir     string
+	Status  string
+	Err     error
+	Report  *analysis.Report
+	Summary *Summary
 }
 
 // combos returns the configurations of every combination, streams
@@ -96,7 +95,7 @@ func Sweep(ctx context.Context, sc SweepConfig, toolVersion string, log *slog.Lo
 	var errs []error
 	for i, c := range cfgs {
 		res, err := Run(ctx, c, toolVersion, log)
-		row := SweepRow{Config: c, Dir: c.Out, Err: err, Streams: c.Streams, BlockSize: c.BlockSize, Window: c.SockOpts.Window}
+		row := SweepRow{Config: c, Dir: c.Out, Err: err}
 		if res != nil {
 			row.Status, row.Report, row.Summary = res.Status, res.Report, res.Summary
 		}

@@ -55,7 +55,7 @@ func NewSweepTable(rows []SweepRow) *SweepTable {
 	t := &SweepTable{Runs: []SweepLine{}, Flags: []SweepFlag{}}
 	var cmp []analysis.CompareRow
 	for _, r := range rows {
-		l := SweepLine{Dir: r.Dir, Streams: r.Streams, BlockSizeBytes: r.BlockSize, WindowBytes: r.Window, Status: r.Status}
+		l := SweepLine{Dir: r.Dir, Streams: r.Config.Streams, BlockSizeBytes: r.Config.BlockSize, WindowBytes: r.Config.SockOpts.Window, Status: r.Status}
 		if r.Err != nil {
 			l.Error = r.Err.Error()
 		}

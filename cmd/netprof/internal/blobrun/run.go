@@ -140,9 +140,7 @@ func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfe
 		return nil, fmt.Errorf("create trace: %w", err)
 	}
 	res := &Result{Dir: dir}
-	if err == nil {
-		err = transfer(ctx, cfg, w, x, host.Samplers(), log)
-	}
+	err = transfer(ctx, cfg, w, x, host.Samplers(), log)
 	res.Status = redact(status(ctx, err))
 	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
 		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
@@ -86,5 +85,5 @@ func (h *Host) Close() error {
 	err := h.ps.Close()
 	h.ns.Close()
 	h.ns = nil
-	return errors.Join(err)
+	return err
 }
