@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -65,6 +66,18 @@ type Sample struct {
 	ProcessUser, ProcessSystem time.Duration
 }
 
+// Listed returns how many per-CPU lines s's /proc/stat had (the online
+// CPUs at that moment; CPUs holds a zero entry for each absent number).
+func (s Sample) Listed() int {
+	n := 0
+	for _, c := range s.CPUs {
+		if c.Total() > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // CPUDelta returns CPU cpu's time from a to b (b taken after a). ok is
 // false when the CPU is missing from either sample (offline, or beyond the
 // lines /proc/stat listed) or one of its counters went backwards.
@@ -81,21 +94,25 @@ func CPUDelta(a, b Sample, cpu int) (d Times, ok bool) {
 	return d, true
 }
 
+// StatPath is the kernel's CPU time accounting file (proc(5)).
+const StatPath = "/proc/stat"
+
 // Read takes a Sample. It returns an error if /proc/stat cannot be read or
 // parsed (wrapping os.ErrNotExist when /proc is not mounted) or getrusage
 // fails.
 func Read() (Sample, error) {
-	data, err := os.ReadFile("/proc/stat")
+	f, err := os.Open(StatPath)
 	if err != nil {
 		return Sample{}, fmt.Errorf("cpustat: %w", err)
 	}
+	defer f.Close()
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return Sample{}, fmt.Errorf("cpustat: getrusage: %w", err)
 	}
-	s, err := parseStat(data, clockTick())
+	s, err := ParseStat(f, clockTick())
 	if err != nil {
-		return Sample{}, fmt.Errorf("cpustat: /proc/stat: %w", err)
+		return Sample{}, fmt.Errorf("cpustat: %s: %w", StatPath, err)
 	}
 	s.Time = time.Now()
 	s.ProcessUser = time.Duration(ru.Utime.Nano())
@@ -103,41 +120,83 @@ func Read() (Sample, error) {
 	return s, nil
 }
 
-// parseStat reads the cpu lines of /proc/stat; tick is the length of one
-// USER_HZ tick.
-func parseStat(data []byte, tick time.Duration) (Sample, error) {
+// ParseStat reads the cpu lines of a /proc/stat file from r; tick is the
+// length of one USER_HZ tick. Lines may be of any length (a host with
+// hundreds of CPUs has an "intr" line of thousands of counters, far over
+// bufio.Scanner's 64 KiB): lines other than "cpu..." are skipped without
+// being kept. It returns an error when a cpu line does not parse, a CPU
+// number is above 65535, or the aggregate "cpu" line is missing. Only
+// Host and CPUs are set.
+func ParseStat(r io.Reader, tick time.Duration) (Sample, error) {
 	var s Sample
 	found := false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
-			continue
-		}
+	err := eachLine(r, []byte("cpu"), func(line []byte) error {
+		f := strings.Fields(string(line))
 		t, err := parseTimes(f[1:], tick)
 		if err != nil {
-			return Sample{}, fmt.Errorf("%s: %w", f[0], err)
+			return fmt.Errorf("%s: %w", f[0], err)
 		}
 		if f[0] == "cpu" {
 			s.Host, found = t, true
-			continue
+			return nil
 		}
 		n, err := strconv.Atoi(f[0][3:])
 		if err != nil || n < 0 || n > 1<<16 {
-			return Sample{}, fmt.Errorf("bad cpu line %q", f[0])
+			return fmt.Errorf("bad cpu line %q", f[0])
 		}
 		for len(s.CPUs) <= n {
 			s.CPUs = append(s.CPUs, Times{})
 		}
 		s.CPUs[n] = t
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return Sample{}, err
 	}
 	if !found {
 		return Sample{}, fmt.Errorf("no aggregate cpu line")
 	}
 	return s, nil
+}
+
+// maxKeptLine bounds a line eachLine hands over (a cpu line is under
+// 200 bytes; this only stops a corrupt file from growing without bound).
+const maxKeptLine = 1 << 20
+
+// eachLine calls fn with every line of r that starts with prefix, without
+// its newline. Other lines are read through a fixed buffer and dropped, so
+// their length does not matter. It returns fn's first error, a read error,
+// or an error for a kept line over 1 MiB.
+func eachLine(r io.Reader, prefix []byte, fn func(line []byte) error) error {
+	br := bufio.NewReaderSize(r, 4096)
+	var line []byte
+	atStart, keep := true, false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if atStart && len(chunk) > 0 {
+			// A chunk at a line's start holds the whole line or a full
+			// buffer, so it holds the prefix if the line has it.
+			keep, line = bytes.HasPrefix(chunk, prefix), line[:0]
+		}
+		if keep {
+			if line = append(line, chunk...); len(line) > maxKeptLine {
+				return fmt.Errorf("line %.20q... longer than %d bytes", line, maxKeptLine)
+			}
+		}
+		atStart = err == nil // a full line ended with the chunk
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return err
+		}
+		if keep && (err == nil || (err == io.EOF && len(line) > 0)) {
+			if ferr := fn(bytes.TrimSuffix(line, []byte("\n"))); ferr != nil {
+				return ferr
+			}
+			keep = false
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
 }
 
 func parseTimes(f []string, tick time.Duration) (Times, error) {

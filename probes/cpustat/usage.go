@@ -9,7 +9,8 @@ import "time"
 type Usage struct {
 	// IntervalNs is the wall-clock length of the period.
 	IntervalNs int64 `json:"interval_ns"`
-	// CPUs is the number of CPUs /proc/stat listed at the end.
+	// CPUs is the number of CPUs /proc/stat listed at the end (its cpuN
+	// lines: the online CPUs then).
 	CPUs int `json:"cpus"`
 	// Host time per mode as a percentage of all CPU time in the period
 	// (the modes add up to 100, less rounding).
@@ -39,7 +40,7 @@ func Delta(a, b Sample) Usage {
 	d := b.Host.Sub(a.Host)
 	u := Usage{
 		IntervalNs:        b.Time.Sub(a.Time).Nanoseconds(),
-		CPUs:              len(b.CPUs),
+		CPUs:              b.Listed(),
 		ProcessUserS:      (b.ProcessUser - a.ProcessUser).Seconds(),
 		ProcessSystemS:    (b.ProcessSystem - a.ProcessSystem).Seconds(),
 		BusiestSoftIRQCPU: -1,
