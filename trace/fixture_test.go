@@ -24,14 +24,16 @@ func ptr[T any](v T) *T { return &v }
 // testManifest returns a manifest with every field set.
 func testManifest() trace.Manifest {
 	return trace.Manifest{
-		ToolVersion: "v0.0.0-test",
-		Argv:        []string{"netprof", "record", "--interval=1s"},
-		Start:       base,
-		Host:        "testhost",
-		Kernel:      "6.8.0-test",
-		CPUCount:    4,
-		IntervalNs:  int64(time.Second),
-		Config:      map[string]any{"interval": "1s", "bpf": true},
+		ToolVersion:  "v0.0.0-test",
+		Argv:         []string{"netprof", "record", "--interval=1s"},
+		Start:        base,
+		Host:         "testhost",
+		Kernel:       "6.8.0-test",
+		CPUCount:     4,
+		CPUsOnline:   "0-3",
+		CPUsPossible: "0-3,8-239",
+		IntervalNs:   int64(time.Second),
+		Config:       map[string]any{"interval": "1s", "bpf": true},
 	}
 }
 

@@ -9,10 +9,24 @@ type Manifest struct {
 	Argv          []string  `json:"argv"`
 	Start         time.Time `json:"start"`
 	// End is zero while the run is being recorded.
-	End      time.Time `json:"end"`
-	Host     string    `json:"host"`
-	Kernel   string    `json:"kernel"`
-	CPUCount int       `json:"cpu_count"`
+	End    time.Time `json:"end"`
+	Host   string    `json:"host"`
+	Kernel string    `json:"kernel"`
+	// CPUCount is the number of the machine's online CPUs when the run
+	// started (/sys/devices/system/cpu/online), whatever the process's
+	// affinity. Traces written before CPUsOnline existed hold
+	// runtime.NumCPU here: the CPUs the process could run on.
+	CPUCount int `json:"cpu_count"`
+	// CPUsOnline is the machine's online CPUs when the run started, in
+	// the kernel's list format ("0-3,8-11"), from
+	// /sys/devices/system/cpu/online; "" when it could not be read and in
+	// traces from before this field. CPUs that come online later still get
+	// cpus rows (the samplers follow the online list every interval).
+	CPUsOnline string `json:"cpus_online,omitempty"`
+	// CPUsPossible is the machine's possible CPUs (those that could ever
+	// be online: per-CPU BPF maps hold a value for each), same format,
+	// from /sys/devices/system/cpu/possible; "" as for CPUsOnline.
+	CPUsPossible string `json:"cpus_possible,omitempty"`
 	// IntervalNs is the nominal sampling interval; each row carries the
 	// measured one in interval_ns.
 	IntervalNs int64       `json:"interval_ns"`

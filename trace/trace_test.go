@@ -119,6 +119,7 @@ func TestManifestLifecycle(t *testing.T) {
 		}
 		want := testManifest()
 		if !reflect.DeepEqual(m.Argv, want.Argv) || m.Host != want.Host || m.CPUCount != 4 ||
+			m.CPUsOnline != "0-3" || m.CPUsPossible != "0-3,8-239" ||
 			m.Config["interval"] != "1s" || m.Config["bpf"] != true {
 			t.Errorf("after close: manifest fields lost: %+v", m)
 		}

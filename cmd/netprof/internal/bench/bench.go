@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -18,6 +17,7 @@ import (
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/trace"
@@ -329,9 +329,11 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link) trace.Mani
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
+	cpus := cpustat.ReadMachine()
 	m := trace.Manifest{
 		ToolVersion: toolVersion, Argv: cfg.Argv, Start: time.Now().UTC(), Host: host,
-		Kernel: unix.ByteSliceToString(uts.Release[:]), CPUCount: runtime.NumCPU(),
+		Kernel:   unix.ByteSliceToString(uts.Release[:]),
+		CPUCount: cpus.OnlineCount, CPUsOnline: cpus.Online.String(), CPUsPossible: cpus.Possible.String(),
 		IntervalNs: cfg.Interval.Nanoseconds(), Config: cfg.manifestConfig(),
 	}
 	for _, l := range links {

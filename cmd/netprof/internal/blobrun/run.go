@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
 	"github.com/netprof/netprof/traffic/blob"
@@ -202,6 +202,7 @@ func manifest(cfg Config, toolVersion string, x *blob.Transfer) trace.Manifest {
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
+	cpus := cpustat.ReadMachine()
 	mc := cfg.manifestConfig(x.Targets())
 	mc["total_bytes"], mc["blocks"] = x.TotalBytes(), x.Blocks()
 	if x.Kind() == blob.KindPush {
@@ -216,7 +217,8 @@ func manifest(cfg Config, toolVersion string, x *blob.Transfer) trace.Manifest {
 	}
 	return trace.Manifest{
 		ToolVersion: toolVersion, Argv: blob.RedactArgs(cfg.Argv), Start: time.Now().UTC(), Host: host,
-		Kernel: unix.ByteSliceToString(uts.Release[:]), CPUCount: runtime.NumCPU(),
+		Kernel:   unix.ByteSliceToString(uts.Release[:]),
+		CPUCount: cpus.OnlineCount, CPUsOnline: cpus.Online.String(), CPUsPossible: cpus.Possible.String(),
 		IntervalNs: cfg.Interval.Nanoseconds(), Config: mc,
 	}
 }

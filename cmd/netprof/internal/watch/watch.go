@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +21,7 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
@@ -227,8 +227,10 @@ func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Pro
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
+	cpus := cpustat.ReadMachine()
 	m := trace.Manifest{ToolVersion: cfg.ToolVersion, Argv: cfg.Argv, Start: time.Now().UTC(), Host: host,
-		Kernel: unix.ByteSliceToString(uts.Release[:]), CPUCount: runtime.NumCPU(),
+		Kernel:   unix.ByteSliceToString(uts.Release[:]),
+		CPUCount: cpus.OnlineCount, CPUsOnline: cpus.Online.String(), CPUsPossible: cpus.Possible.String(),
 		IntervalNs: cfg.Interval.Nanoseconds(), Probes: probes,
 		Config: map[string]any{"command": "watch", "interval_ns": cfg.Interval.Nanoseconds(),
 			"duration_ns": cfg.Duration.Nanoseconds(), "iface": cfg.Select.Names, "driver": cfg.Select.Drivers,
