@@ -2,9 +2,12 @@ package softirq
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/netprof/netprof/bpf"
+	"github.com/netprof/netprof/internal/cpulist"
+	"github.com/netprof/netprof/trace"
 )
 
 func TestDiff(t *testing.T) {
@@ -158,6 +161,55 @@ func TestSpecAttachesExitFirst(t *testing.T) {
 	for _, p := range s.Programs {
 		if s.Collection.Programs[p.Name] == nil {
 			t.Errorf("program %s not in the collection", p.Name)
+		}
+	}
+}
+
+// perCPU is a map of 240 possible CPUs whose values are set by the test.
+type perCPU struct{ vals []bpf.SoftirqNpSoftirqVal }
+
+func (p *perCPU) Lookup(_, value any) error {
+	vals, ok := value.(*[]bpf.SoftirqNpSoftirqVal)
+	if !ok {
+		return errors.New("unexpected value type")
+	}
+	*vals = append([]bpf.SoftirqNpSoftirqVal(nil), p.vals...)
+	return nil
+}
+
+// On a VM with 2 online of 240 possible CPUs the sampler makes 2 rows per
+// interval, not 240; a CPU that goes offline keeps its rows, one that
+// comes online gets them, and one whose counters moved between two reads
+// of the online list is kept.
+func TestSamplerOnlineCPUsOnly(t *testing.T) {
+	m := &perCPU{vals: make([]bpf.SoftirqNpSoftirqVal, 240)}
+	online := []cpulist.List{{0, 1}, {0, 1}, {0}, {0, 5}, {0, 5}}
+	step := 0
+	seen := cpulist.NewSeenFrom(func() (cpulist.List, error) { return online[min(step, len(online)-1)], nil })
+	s := newSampler(&Reader{m: m, live: true, clock: func() (uint64, error) { return 1, nil }}, seen)
+	if err := s.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]int32{{0, 1}, {0, 1}, {0, 1, 5}, {0, 1, 5, 9}} {
+		step++
+		m.vals[0].NetRxNs += 1000 // CPU 0 busy; the others idle
+		m.vals[0].NetRxCount++
+		if i == 3 {
+			m.vals[9].NetTxCount++ // online and offline again between two reads
+		}
+		var iv trace.Interval
+		if err := s.Sample(&iv, 1e9); err != nil {
+			t.Fatal(err)
+		}
+		var got []int32
+		for _, r := range iv.CPUs {
+			got = append(got, r.CPU)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("interval %d: rows for CPUs %v, want %v", i, got, want)
+		}
+		if iv.CPUs[0].NetRxSoftirqNs != 1000 || iv.CPUs[0].NetRxSoftirqCount != 1 || iv.CPUs[1].NetRxSoftirqNs != 0 {
+			t.Errorf("interval %d: rows %+v", i, iv.CPUs)
 		}
 	}
 }
