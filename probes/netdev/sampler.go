@@ -1,6 +1,7 @@
 package netdev
 
 import (
+	"github.com/netprof/netprof/internal/cpulist"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/trace"
 )
@@ -14,20 +15,29 @@ type Scope func(netns uint64, ifindex uint32) (name string, ok bool)
 // netlink sampler), adds one flow row per flow on an in-scope interface
 // that moved data, fills per-CPU receive and NAPI columns, and adds a
 // "map:netdev" probes row with the flow table's evictions and failures.
+//
+// Per-CPU columns come from a map with a value for every possible CPU;
+// only CPUs online at some point of the run get them (see online).
 type Sampler struct {
 	r     *Reader
 	scope Scope
 	prev  *Snapshot
+	// online follows the machine's online CPUs: a CPU gets cpus rows once
+	// it was online at a read of the list or its counters moved.
+	online *cpulist.Seen
 }
 
 // NewSampler returns a sampler reading r; scope filters flows (nil keeps all).
-func NewSampler(r *Reader, scope Scope) *Sampler { return &Sampler{r: r, scope: scope} }
+func NewSampler(r *Reader, scope Scope) *Sampler {
+	return &Sampler{r: r, scope: scope, online: cpulist.NewSeen()}
+}
 
 // Name implements loader.Sampler.
 func (s *Sampler) Name() string { return "netdev" }
 
 // Baseline implements loader.Sampler.
 func (s *Sampler) Baseline() error {
+	_ = s.online.Update() // unreadable: every CPU keeps its rows
 	snap, err := s.r.Read()
 	s.prev = snap
 	return err
@@ -35,6 +45,7 @@ func (s *Sampler) Baseline() error {
 
 // Sample implements loader.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
+	_ = s.online.Update()
 	cur, err := s.r.Read()
 	if err != nil {
 		return err
@@ -59,9 +70,11 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	}
 	var fails uint64
 	for cpu, c := range d.CPUs {
-		row := loader.CPURow(iv, cpu)
-		row.RxPackets, row.RxBytes = c.RxPackets, c.RxBytes
-		row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = c.NapiPolls, c.NapiPackets, c.NapiBudgetExhausted
+		if s.online.Keep(cpu, c != (CPUCounts{})) {
+			row := loader.CPURow(iv, cpu)
+			row.RxPackets, row.RxBytes = c.RxPackets, c.RxBytes
+			row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = c.NapiPolls, c.NapiPackets, c.NapiBudgetExhausted
+		}
 		fails += c.FlowUpdateFail + c.IfaceUpdateFail
 	}
 	iv.Probes = append(iv.Probes, trace.ProbeRow{
