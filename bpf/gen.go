@@ -17,7 +17,7 @@ package bpf
 
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_flow_val -type np_iface_key -type np_iface_val -type np_cpu_val Netdev netdev.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_softirq_val Softirq softirq.bpf.c
-//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_tcp_val Tcp tcp.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_flow_key -type np_tcp_val -type np_tcp_stats Tcp tcp.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf -type np_sock_conn -type np_sock_event -type np_sock_stats Sockstate sockstate.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf Empty empty.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -cflags "-O2 -g -Wall -Werror -I./headers" -target bpfel -go-package bpf Primitives primitives.bpf.c

@@ -26,15 +26,28 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Flows: one entry per flow shared by all CPUs, added to atomically
+ * (hash_add). A per-CPU table multiplies every entry by the possible-CPU
+ * count (16384 flows: 250 MB at 240 CPUs); most adds come from the per-CPU
+ * cache's write-backs, not from every skb. Not LRU: an LRU hash evicts
+ * silently, and early on hosts with many CPUs. A flow that finds the table
+ * full is counted in np_cpu_val.flow_lost; user space deletes idle flows
+ * (netdev.Reader). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384); /* set by user space */
 	__type(key, struct np_flow_key);
 	__type(value, struct np_flow_val);
 } np_nd_flows SEC(".maps");
 
+/* Interfaces: shared by all CPUs like the flows, for the same reason, and
+ * preallocated: the per-CPU cache writes back from the flush program (an
+ * IPI, interrupts off), where allocating a new element can fail. With the
+ * cache on, most skbs never touch this map; with it off (no
+ * BPF_PROG_TEST_RUN on a chosen CPU, or one allowed CPU), every skb adds
+ * to its interface's entry atomically. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct np_iface_key);
 	__type(value, struct np_iface_val);
@@ -300,16 +313,16 @@ static __always_inline void count_skb(struct sk_buff *skb, bool rx)
 	}
 	c = nd_cache();
 	if (!c || !np_nd_cache_on || c->busy) {
-		count_hash(&np_nd_ifaces, &ik, rx, &in, &cv->iface_update_fail);
+		count_hash(&np_nd_ifaces, &ik, rx, &in, &cv->iface_lost);
 		if (ip)
-			count_hash(&np_nd_flows, &fk, rx, &in, &cv->flow_update_fail);
+			count_hash(&np_nd_flows, &fk, rx, &in, &cv->flow_lost);
 		return;
 	}
 	c->busy = 1;
 	np_barrier();
-	cache_iface(c, &ik, rx, &in, &cv->iface_update_fail);
+	cache_iface(c, &ik, rx, &in, &cv->iface_lost);
 	if (ip)
-		cache_flow(c, &fk, rx, &in, &cv->flow_update_fail);
+		cache_flow(c, &fk, rx, &in, &cv->flow_lost);
 	np_barrier();
 	c->busy = 0;
 }
@@ -368,8 +381,8 @@ int np_nd_flush(void *ctx)
 		return 1;
 	for (i = 0; i < NP_IFACE_SETS * 2; i++)
 		write_back(&np_nd_ifaces, &c->ifaces[i].key, (struct np_flow_val *)&c->ifaces[i].d,
-			   &cv->iface_update_fail);
+			   &cv->iface_lost);
 	for (i = 0; i < NP_FLOW_SETS * 2; i++)
-		write_back(&np_nd_flows, &c->flows[i].key, &c->flows[i].d, &cv->flow_update_fail);
+		write_back(&np_nd_flows, &c->flows[i].key, &c->flows[i].d, &cv->flow_lost);
 	return 0;
 }

@@ -21,8 +21,8 @@ type NetdevNpCpuVal struct {
 	NapiPolls           uint64
 	NapiPackets         uint64
 	NapiBudgetExhausted uint64
-	FlowUpdateFail      uint64
-	IfaceUpdateFail     uint64
+	FlowLost            NetdevNpFlowVal
+	IfaceLost           NetdevNpFlowVal
 }
 
 type NetdevNpFlowKey struct {

@@ -11,9 +11,8 @@
  * touches no hash map.
  *
  * The hash maps stay the only thing user space reads, with the same
- * meaning as without the cache (running totals per CPU). A slot's deltas
- * are added to its key's hash entry (this CPU's value; created if absent)
- * and zeroed when
+ * meaning as without the cache (running totals). A slot's deltas are added
+ * to its key's hash entry (atomically; created if absent) and zeroed when
  *   - the slot is given to another key (write-back on replacement), or
  *   - user space flushes the CPU (np_nd_flush, below) before each read.
  * np_nd_flush runs on the CPU it flushes, from BPF_PROG_TEST_RUN with
@@ -96,11 +95,26 @@ static __always_inline void add_dir_counts(struct np_dir_counts *c, const struct
 	c->wire_bytes += d->wire_bytes;
 }
 
-/* hash_add adds d (both directions) to key's entry of map (this CPU's
- * value), creating it if absent. Another CPU may create it first (-EEXIST):
- * not a failure. Returns false when the entry can neither be found nor
- * created (map full): the counts are lost, and counted in *fail as skbs. */
-static __always_inline bool hash_add(void *map, const void *key, const struct np_flow_val *d, __u64 *fail)
+/* add_dir_atomic is add_dir_counts for a value other CPUs add to too (the
+ * shared flow table): lock-prefixed adds, no fetch (BPF_XADD, every
+ * kernel). */
+static __always_inline void add_dir_atomic(struct np_dir_counts *c, const struct np_dir_counts *d)
+{
+	if (!d->skbs)
+		return;
+	__sync_fetch_and_add(&c->bytes, d->bytes);
+	__sync_fetch_and_add(&c->packets, d->packets);
+	__sync_fetch_and_add(&c->skbs, d->skbs);
+	__sync_fetch_and_add(&c->wire_bytes, d->wire_bytes);
+}
+
+/* hash_add adds d (both directions) to key's entry of map, creating it if
+ * absent. Another CPU may create it first (-EEXIST): not a failure. The
+ * tables are shared by all CPUs, so the adds are atomic. Returns false when the entry can neither be
+ * found nor created (map full): then d is added to *lost (this CPU's), so
+ * the counts are never silently gone. */
+static __always_inline bool hash_add(void *map, const void *key, const struct np_flow_val *d,
+				     struct np_flow_val *lost)
 {
 	struct np_flow_val *v = bpf_map_lookup_elem(map, key);
 
@@ -109,12 +123,13 @@ static __always_inline bool hash_add(void *map, const void *key, const struct np
 			return true;
 		v = bpf_map_lookup_elem(map, key);
 		if (!v) {
-			*fail += d->rx.skbs + d->tx.skbs;
+			add_dir_counts(&lost->rx, &d->rx);
+			add_dir_counts(&lost->tx, &d->tx);
 			return false;
 		}
 	}
-	add_dir_counts(&v->rx, &d->rx);
-	add_dir_counts(&v->tx, &d->tx);
+	add_dir_atomic(&v->rx, &d->rx);
+	add_dir_atomic(&v->tx, &d->tx);
 	return true;
 }
 
@@ -133,21 +148,21 @@ static __always_inline void slot_zero(struct np_flow_val *d)
 }
 
 /* write_back moves a slot's deltas into its hash entry. */
-static __always_inline void write_back(void *map, const void *key, struct np_flow_val *d, __u64 *fail)
+static __always_inline void write_back(void *map, const void *key, struct np_flow_val *d, struct np_flow_val *lost)
 {
 	if (!slot_dirty(d))
 		return;
-	hash_add(map, key, d, fail);
+	hash_add(map, key, d, lost);
 	slot_zero(d);
 }
 
 /* count_hash counts one skb directly in key's hash entry. */
-static __always_inline void count_hash(void *map, const void *key, bool rx, const struct np_inc *in, __u64 *fail)
+static __always_inline void count_hash(void *map, const void *key, bool rx, const struct np_inc *in, struct np_flow_val *lost)
 {
 	struct np_flow_val d = {};
 
 	add_inc(rx ? &d.rx : &d.tx, in);
-	hash_add(map, key, &d, fail);
+	hash_add(map, key, &d, lost);
 }
 
 static __always_inline bool iface_eq(const struct np_iface_key *a, const struct np_iface_key *b)
@@ -202,16 +217,38 @@ static __always_inline int pick_victim(bool empty0, bool empty1, __u8 *r)
 	return -1;
 }
 
+/* np_slot returns way w (0 or 1) of the set whose first way is i, as an
+ * index below n (a power of two). The mask is a no-op (i is even and below
+ * n, w is 0 or 1), but barrier_var keeps the compiler from proving so and
+ * dropping it: older verifiers (6.1) cannot bound i + w from the branches
+ * of pick_victim and reject the access as unbounded. */
+static __always_inline __u64 np_slot(__u64 i, int w, __u64 n)
+{
+	__u64 j = i + (__u64)w;
+
+	barrier_var(j);
+	return j & (n - 1);
+}
+
+/* np_set_first returns the first way of set h, masked for the verifier as
+ * in np_slot. */
+static __always_inline __u64 np_set_first(__u32 h, __u64 sets)
+{
+	__u64 i = h;
+
+	barrier_var(i);
+	return (i & (sets - 1)) * 2;
+}
+
 /* cache_iface counts one skb for interface key k through c. */
 static __always_inline void cache_iface(struct np_nd_cache *c, const struct np_iface_key *k, bool rx,
-					const struct np_inc *in, __u64 *fail)
+					const struct np_inc *in, struct np_flow_val *lost)
 {
-	__u32 i = iface_set(k) * 2;
+	__u64 i = np_set_first(iface_set(k), NP_IFACE_SETS);
 	struct np_iface_slot *s;
+	__u64 j;
 	int w;
 
-	if (i >= NP_IFACE_SETS * 2 - 1)
-		return; /* for the verifier: iface_set < NP_IFACE_SETS */
 	if (iface_eq(&c->ifaces[i].key, k)) {
 		c->iface_ref[i] = 1;
 		add_inc(rx ? &c->ifaces[i].d.rx : &c->ifaces[i].d.tx, in);
@@ -224,26 +261,26 @@ static __always_inline void cache_iface(struct np_nd_cache *c, const struct np_i
 	}
 	w = pick_victim(!c->ifaces[i].key.netns, !c->ifaces[i + 1].key.netns, &c->iface_ref[i]);
 	if (w < 0) {
-		count_hash(&np_nd_ifaces, k, rx, in, fail);
+		count_hash(&np_nd_ifaces, k, rx, in, lost);
 		return;
 	}
-	s = &c->ifaces[i + w];
-	write_back(&np_nd_ifaces, &s->key, (struct np_flow_val *)&s->d, fail);
+	j = np_slot(i, w, NP_IFACE_SETS * 2);
+	s = &c->ifaces[j];
+	write_back(&np_nd_ifaces, &s->key, (struct np_flow_val *)&s->d, lost);
 	s->key = *k;
 	add_inc(rx ? &s->d.rx : &s->d.tx, in);
-	c->iface_ref[i + w] = 1;
+	c->iface_ref[j] = 1;
 }
 
 /* cache_flow counts one skb for flow key k through c. */
 static __always_inline void cache_flow(struct np_nd_cache *c, const struct np_flow_key *k, bool rx,
-				       const struct np_inc *in, __u64 *fail)
+				       const struct np_inc *in, struct np_flow_val *lost)
 {
-	__u32 i = flow_set(k) * 2;
+	__u64 i = np_set_first(flow_set(k), NP_FLOW_SETS);
 	struct np_flow_slot *s;
+	__u64 j;
 	int w;
 
-	if (i >= NP_FLOW_SETS * 2 - 1)
-		return; /* for the verifier: flow_set < NP_FLOW_SETS */
 	if (flow_eq(&c->flows[i].key, k)) {
 		c->flow_ref[i] = 1;
 		add_inc(rx ? &c->flows[i].d.rx : &c->flows[i].d.tx, in);
@@ -256,14 +293,15 @@ static __always_inline void cache_flow(struct np_nd_cache *c, const struct np_fl
 	}
 	w = pick_victim(!c->flows[i].key.netns, !c->flows[i + 1].key.netns, &c->flow_ref[i]);
 	if (w < 0) {
-		count_hash(&np_nd_flows, k, rx, in, fail);
+		count_hash(&np_nd_flows, k, rx, in, lost);
 		return;
 	}
-	s = &c->flows[i + w];
-	write_back(&np_nd_flows, &s->key, &s->d, fail);
+	j = np_slot(i, w, NP_FLOW_SETS * 2);
+	s = &c->flows[j];
+	write_back(&np_nd_flows, &s->key, &s->d, lost);
 	s->key = *k;
 	add_inc(rx ? &s->d.rx : &s->d.tx, in);
-	c->flow_ref[i + w] = 1;
+	c->flow_ref[j] = 1;
 }
 
 #endif

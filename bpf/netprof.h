@@ -56,8 +56,11 @@ struct np_cpu_val {
 	__u64 napi_polls;
 	__u64 napi_packets;
 	__u64 napi_budget_exhausted;
-	__u64 flow_update_fail; /* flow map updates that failed (full) */
-	__u64 iface_update_fail;
+	/* Counts that no map entry holds: their key could not be inserted
+	 * (table full). Bytes of flows that did not fit are never silently
+	 * lost: they are here. */
+	struct np_flow_val flow_lost;
+	struct np_flow_val iface_lost;
 };
 
 /* Per-CPU softirq accounting (irq:softirq_entry/exit). *_start is the
@@ -95,12 +98,20 @@ struct np_tcp_val {
 	/* Largest tp->total_retrans seen (segments retransmitted over the
 	 * socket's life, the counter TCP_INFO and TcpRetransSegs agree with). */
 	__u32 total_retrans;
-	__u32 pad;
+	/* tp->total_retrans when the entry was created: retransmits before
+	 * netprof saw the socket (or before user space deleted its idle entry)
+	 * are not this entry's. */
+	__u32 total_retrans_base;
 	/* tp->tcp_mstamp (µs, the socket's latest packet time) at the last
 	 * update: orders the per-CPU copies (the largest is the newest) without
 	 * a clock read (bpf_ktime_get_ns costs ~40 ns per event here). */
 	__u64 last_stamp_us;
 	__u32 rtt_hist[NP_RTT_BUCKETS];
+};
+
+/* Per-CPU counters of the tcp probe itself. */
+struct np_tcp_stats {
+	__u64 socks_refused; /* events of sockets the full table refused */
 };
 
 #endif

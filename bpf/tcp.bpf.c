@@ -15,9 +15,10 @@
  * segments (also read at every tcp_probe). Summing tcp_skb_pcount of the
  * traced skbs instead came out 0.2-0.75% below TcpRetransSegs on a lossy
  * HTB path: a few retransmits grow total_retrans by more than the traced
- * skb's pcount (the skb is collapsed or split around the event). This program reads the tracepoint's third
- * argument (err), present on recent kernels (6.18 here); where the
- * tracepoint has two arguments it fails to load and is reported as such. */
+ * skb's pcount (the skb is collapsed or split around the event). The
+ * tracepoint gained a third argument (err) in recent kernels (6.18 has
+ * it, 6.12 does not): np_tcp_retrans reads it, np_tcp_rtx_ok is the
+ * two-argument form, and user space loads the one that fits. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -32,20 +33,37 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* One entry per socket, shared by all CPUs: a per-CPU table would hold a
+ * 1.3 KB value per socket per possible CPU (1.3 GB at 240 CPUs for 4096
+ * sockets). Both programs run with the socket locked (tcp_rcv_established
+ * and the retransmit paths hold it), so one socket's entry is never
+ * updated on two CPUs at once and plain adds are exact. Not LRU: an LRU
+ * hash evicts long before it is full on hosts with many CPUs (per-CPU free
+ * lists). User space deletes entries of idle sockets (tcpstats.Reader);
+ * a socket that finds the table full is counted in np_tcp_self. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096); /* set by user space */
 	__type(key, struct np_flow_key);
 	__type(value, struct np_tcp_val);
 } np_tcp_socks SEC(".maps");
 
-/* Scratch space for a zeroed value: np_tcp_val is too large for the stack. */
+/* A zeroed value to create entries from: np_tcp_val is too large for the
+ * stack. Never written. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct np_tcp_val);
 } np_tcp_zero SEC(".maps");
+
+/* Per-CPU counters of the probe itself. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct np_tcp_stats);
+} np_tcp_self SEC(".maps");
 
 static __always_inline __u32 log2_u32(__u32 v)
 {
@@ -119,12 +137,14 @@ static __always_inline bool sock_key(const struct sock *sk, struct np_flow_key *
 	return true;
 }
 
-/* sock_val returns this CPU's value of sk's entry, creating it (zeroed, from
- * the np_tcp_zero scratch value: np_tcp_val is too large for the stack) the
- * first time a socket is seen on this CPU. */
-static __always_inline struct np_tcp_val *sock_val(const struct sock *sk)
+/* sock_val returns sk's entry, creating it the first time the socket is
+ * seen (zeroed from np_tcp_zero, with total_retrans and its base at the
+ * socket's current count). Callers hold the socket lock. NULL when the
+ * table is full (counted in np_tcp_self). */
+static __always_inline struct np_tcp_val *sock_val(const struct sock *sk, const struct tcp_sock *tp)
 {
 	struct np_flow_key k = {};
+	struct np_tcp_stats *st;
 	struct np_tcp_val *v;
 	__u32 zero = 0;
 
@@ -137,7 +157,16 @@ static __always_inline struct np_tcp_val *sock_val(const struct sock *sk)
 	if (!v)
 		return NULL;
 	bpf_map_update_elem(&np_tcp_socks, &k, v, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&np_tcp_socks, &k);
+	v = bpf_map_lookup_elem(&np_tcp_socks, &k);
+	if (v) {
+		v->total_retrans = tp->total_retrans;
+		v->total_retrans_base = v->total_retrans;
+		return v;
+	}
+	st = bpf_map_lookup_elem(&np_tcp_self, &zero);
+	if (st)
+		st->socks_refused++;
+	return NULL;
 }
 
 /* note_total_retrans keeps the largest tp->total_retrans seen: the counter
@@ -172,7 +201,7 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	rtt = tp->rack.rtt_us;
 	if (rtt == 0)
 		return 0;
-	v = sock_val(sk);
+	v = sock_val(sk, tp);
 	if (!v)
 		return 0;
 	v->rtt_samples++;
@@ -181,7 +210,11 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		v->rtt_min_us = rtt;
 	if (rtt > v->rtt_max_us)
 		v->rtt_max_us = rtt;
-	__u32 b = rtt_bucket(rtt);
+	/* A 64-bit index behind a barrier: with a 32-bit one clang bounds
+	 * one zero-extended copy and indexes with another, and the 6.1
+	 * verifier rejects the access as unbounded. */
+	__u64 b = rtt_bucket(rtt);
+	barrier_var(b);
 	if (b < NP_RTT_BUCKETS)
 		v->rtt_hist[b]++;
 	v->srtt_us = tp->srtt_us >> 3;
@@ -193,8 +226,9 @@ int BPF_PROG(np_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	return 0;
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
+/* count_retrans records one retransmission of skb by sk; err is the
+ * attempt's result (0: sent). */
+static __always_inline void count_retrans(const struct sock *sk, const struct sk_buff *skb, int err)
 {
 	const struct tcp_skb_cb *cb = (const struct tcp_skb_cb *)skb->cb;
 	const struct tcp_sock *tp = tcp_sk(sk);
@@ -202,17 +236,38 @@ int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, i
 	__u16 segs;
 
 	if (!tp)
-		return 0;
-	v = sock_val(sk);
+		return;
+	v = sock_val(sk, tp);
 	if (!v)
-		return 0;
+		return;
 	note_total_retrans(v, tp);
 	if (err) {
 		v->retrans_fail++;
-		return 0;
+		return;
 	}
 	segs = cb->tcp_gso_segs;
 	v->retrans_segs += segs ? segs : 1;
 	v->last_stamp_us = tp->tcp_mstamp;
+}
+
+/* tcp:tcp_retransmit_skb with its err argument (kernels whose
+ * btf_trace_tcp_retransmit_skb has three arguments: 6.18 does, 6.12 does
+ * not). It fires for every attempt, failed ones too. */
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(np_tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	count_retrans(sk, skb, err);
+	return 0;
+}
+
+/* tcp:tcp_retransmit_skb on kernels where it has two arguments (6.1,
+ * 6.12): there it fires only after a successful retransmit, so there are
+ * no failed attempts to count (user space reports them n/a).
+ * tcpstats.Spec loads this program or np_tcp_retrans, by the tracepoint's
+ * BTF. */
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(np_tcp_rtx_ok, const struct sock *sk, const struct sk_buff *skb)
+{
+	count_retrans(sk, skb, 0);
 	return 0;
 }

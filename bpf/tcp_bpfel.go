@@ -27,32 +27,39 @@ type TcpNpFlowKey struct {
 	Pad2    uint32
 }
 
-type TcpNpTcpVal struct {
+type TcpNpTcpStats struct {
 	_            structs.HostLayout
-	RttSamples   uint64
-	RttSumUs     uint64
-	RetransSegs  uint64
-	RetransFail  uint64
-	RttMinUs     uint32
-	RttMaxUs     uint32
-	SrttUs       uint32
-	SndCwnd      uint32
-	MinRttUs     uint32
-	Mss          uint32
-	TotalRetrans uint32
-	Pad          uint32
-	LastStampUs  uint64
-	RttHist      [304]uint32
+	SocksRefused uint64
+}
+
+type TcpNpTcpVal struct {
+	_                structs.HostLayout
+	RttSamples       uint64
+	RttSumUs         uint64
+	RetransSegs      uint64
+	RetransFail      uint64
+	RttMinUs         uint32
+	RttMaxUs         uint32
+	SrttUs           uint32
+	SndCwnd          uint32
+	MinRttUs         uint32
+	Mss              uint32
+	TotalRetrans     uint32
+	TotalRetransBase uint32
+	LastStampUs      uint64
+	RttHist          [304]uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TcpMapNpTcpSelf     = "np_tcp_self"
 	TcpMapNpTcpSocks    = "np_tcp_socks"
 	TcpMapNpTcpZero     = "np_tcp_zero"
 	TcpProgNpTcpProbe   = "np_tcp_probe"
 	TcpProgNpTcpRetrans = "np_tcp_retrans"
+	TcpProgNpTcpRtxOk   = "np_tcp_rtx_ok"
 )
 
 // LoadTcp returns the embedded CollectionSpec for Tcp.
@@ -99,12 +106,14 @@ type TcpSpecs struct {
 type TcpProgramSpecs struct {
 	NpTcpProbe   *ebpf.ProgramSpec `ebpf:"np_tcp_probe"`
 	NpTcpRetrans *ebpf.ProgramSpec `ebpf:"np_tcp_retrans"`
+	NpTcpRtxOk   *ebpf.ProgramSpec `ebpf:"np_tcp_rtx_ok"`
 }
 
 // TcpMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TcpMapSpecs struct {
+	NpTcpSelf  *ebpf.MapSpec `ebpf:"np_tcp_self"`
 	NpTcpSocks *ebpf.MapSpec `ebpf:"np_tcp_socks"`
 	NpTcpZero  *ebpf.MapSpec `ebpf:"np_tcp_zero"`
 }
@@ -135,12 +144,14 @@ func (o *TcpObjects) Close() error {
 //
 // It can be passed to LoadTcpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TcpMaps struct {
+	NpTcpSelf  *ebpf.Map `ebpf:"np_tcp_self"`
 	NpTcpSocks *ebpf.Map `ebpf:"np_tcp_socks"`
 	NpTcpZero  *ebpf.Map `ebpf:"np_tcp_zero"`
 }
 
 func (m *TcpMaps) Close() error {
 	return _TcpClose(
+		m.NpTcpSelf,
 		m.NpTcpSocks,
 		m.NpTcpZero,
 	)
@@ -158,12 +169,14 @@ type TcpVariables struct {
 type TcpPrograms struct {
 	NpTcpProbe   *ebpf.Program `ebpf:"np_tcp_probe"`
 	NpTcpRetrans *ebpf.Program `ebpf:"np_tcp_retrans"`
+	NpTcpRtxOk   *ebpf.Program `ebpf:"np_tcp_rtx_ok"`
 }
 
 func (p *TcpPrograms) Close() error {
 	return _TcpClose(
 		p.NpTcpProbe,
 		p.NpTcpRetrans,
+		p.NpTcpRtxOk,
 	)
 }
 

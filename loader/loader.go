@@ -22,8 +22,13 @@ import (
 
 // Program is one BPF program of a probe.
 type Program struct {
-	// Name is the program's name in the collection spec (np_<probe>_<hook>).
+	// Name is the program's name in the collection spec (np_<probe>_<hook>),
+	// and in Status and Stats.
 	Name string
+	// Object, when set, is the program of the collection spec to load under
+	// Name: a variant of the same hook for another kernel (e.g. a
+	// tracepoint with fewer arguments), chosen by the probe.
+	Object string
 	// Hook is the tracepoint as "subsystem:event", e.g. "net:netif_receive_skb".
 	Hook string
 	// Detached programs are loaded but not attached: the probe's user
@@ -112,10 +117,18 @@ func Load(spec Spec, log *slog.Logger) (*Loaded, error) {
 	return l, nil
 }
 
+// object returns the name of p's program in the collection spec.
+func (p Program) object() string {
+	if p.Object != "" {
+		return p.Object
+	}
+	return p.Name
+}
+
 func loadOne(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (attached, error) {
-	ps, ok := cs.Programs[p.Name]
+	ps, ok := cs.Programs[p.object()]
 	if !ok {
-		return attached{}, fmt.Errorf("program %s: %w", p.Name, os.ErrNotExist)
+		return attached{}, fmt.Errorf("program %s: %w", p.object(), os.ErrNotExist)
 	}
 	if err := TracepointExists(ps.AttachTo); err != nil {
 		return attached{}, err
@@ -134,21 +147,22 @@ func loadOne(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (att
 
 // loadProgram loads program p of cs alone, with the probe's maps.
 func loadProgram(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
-	if _, ok := cs.Programs[p.Name]; !ok {
-		return nil, fmt.Errorf("program %s: %w", p.Name, os.ErrNotExist)
+	name := p.object()
+	if _, ok := cs.Programs[name]; !ok {
+		return nil, fmt.Errorf("program %s: %w", name, os.ErrNotExist)
 	}
 	one := cs.Copy()
-	one.Programs = map[string]*ebpf.ProgramSpec{p.Name: one.Programs[p.Name]}
+	one.Programs = map[string]*ebpf.ProgramSpec{name: one.Programs[name]}
 	coll, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: maps})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load %s: %-20v", p.Name, ve)
+			return nil, fmt.Errorf("load %s: %-20v", name, ve)
 		}
-		return nil, fmt.Errorf("load %s: %w", p.Name, err)
+		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	defer coll.Close()
-	return coll.DetachProgram(p.Name), nil
+	return coll.DetachProgram(name), nil
 }
 
 // TracepointExists reports whether the running kernel has a BTF tracepoint
@@ -156,18 +170,45 @@ func loadProgram(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) 
 // os.ErrNotExist when the kernel BTF has no btf_trace_<event> type, and
 // wrapping ebpf.ErrNotSupported when the kernel has no BTF at all.
 func TracepointExists(event string) error {
+	_, err := tracepointType(event)
+	return err
+}
+
+// TracepointArgs returns how many arguments the kernel's BTF tracepoint
+// event passes to a tp_btf program (the parameters of btf_trace_<event>
+// after its leading context pointer), for probes that carry one program
+// per signature (tcp_retransmit_skb gained an argument in recent kernels).
+// Errors are those of TracepointExists, or one saying the type is not the
+// expected pointer to a function prototype.
+func TracepointArgs(event string) (int, error) {
+	td, err := tracepointType(event)
+	if err != nil {
+		return 0, err
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return 0, fmt.Errorf("tracepoint %s: btf_trace_%s is %T, not a pointer", event, event, td.Type)
+	}
+	fp, ok := ptr.Target.(*btf.FuncProto)
+	if !ok || len(fp.Params) == 0 {
+		return 0, fmt.Errorf("tracepoint %s: btf_trace_%s does not point to a function prototype", event, event)
+	}
+	return len(fp.Params) - 1, nil
+}
+
+func tracepointType(event string) (*btf.Typedef, error) {
 	kspec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return fmt.Errorf("kernel btf: %w", err)
+		return nil, fmt.Errorf("kernel btf: %w", err)
 	}
 	var td *btf.Typedef
 	if err := kspec.TypeByName("btf_trace_"+event, &td); err != nil {
 		if errors.Is(err, btf.ErrNotFound) {
-			return fmt.Errorf("tracepoint %s not in kernel BTF: %w", event, os.ErrNotExist)
+			return nil, fmt.Errorf("tracepoint %s not in kernel BTF: %w", event, os.ErrNotExist)
 		}
-		return fmt.Errorf("tracepoint %s: %w", event, err)
+		return nil, fmt.Errorf("tracepoint %s: %w", event, err)
 	}
-	return nil
+	return td, nil
 }
 
 // ProgramStats are cumulative kernel statistics of one attached program.

@@ -26,7 +26,7 @@ var flowCols = []trace.Column{
 	{Name: "proto", Kind: trace.Uint32Col}, {Name: "src_addr", Kind: trace.StringCol},
 	{Name: "src_port", Kind: trace.Uint32Col}, {Name: "dst_addr", Kind: trace.StringCol},
 	{Name: "dst_port", Kind: trace.Uint32Col}, {Name: "rx_bytes", Kind: trace.Uint64Col},
-	{Name: "tx_packets", Kind: trace.Uint64Col}, {Name: "retransmit_failures", Kind: trace.Uint64Col},
+	{Name: "tx_packets", Kind: trace.Uint64Col}, {Name: "retransmits", Kind: trace.Uint64Col},
 	{Name: "rtt_samples", Kind: trace.Uint64Col}, {Name: "rtt_min_us", Kind: trace.Uint32Col},
 	{Name: "rtt_p50_us", Kind: trace.Uint32Col}, {Name: "snd_cwnd", Kind: trace.Uint32Col},
 	{Name: "mss", Kind: trace.Uint32Col},
@@ -44,7 +44,7 @@ func flowCells(x trace.FlowRow) []string {
 	return []string{strconv.FormatInt(x.Time.UnixNano(), 10), strconv.FormatInt(x.IntervalNs, 10), u(x.Netns),
 		strconv.Itoa(int(x.Ifindex)), x.Ifname, u(uint64(x.Family)), u(uint64(x.Proto)), x.SrcAddr,
 		u(uint64(x.SrcPort)), x.DstAddr, u(uint64(x.DstPort)), u(x.RxBytes), u(x.TxPackets),
-		u(x.RetransmitFailures), u(x.RTTSamples), p(x.RTTMinUs), p(x.RTTP50Us), p(x.SndCwnd), p(x.MSS)}
+		u(x.Retransmits), u(x.RTTSamples), p(x.RTTMinUs), p(x.RTTP50Us), p(x.SndCwnd), p(x.MSS)}
 }
 
 // batchCells renders row i of b the way flowCells renders a row.
@@ -82,7 +82,7 @@ func bigFlowInterval(i, n int) []trace.FlowRow {
 		rows[f] = trace.FlowRow{Time: t, IntervalNs: 1e9 + int64(f), Netns: 1<<63 + x, Ifindex: -int32(f % 4),
 			Ifname: fmt.Sprint("eth", f%3), Family: 4, Proto: uint8(f % 256), SrcAddr: fmt.Sprint("10.0.", f%300, ".1"),
 			SrcPort: uint16(x), DstAddr: []string{"", "fe80::1", "10.9.9.9"}[f%3], DstPort: 65535,
-			RxBytes: x * 1000, TxPackets: x, RetransmitFailures: x % 7, RTTSamples: x % 5,
+			RxBytes: x * 1000, TxPackets: x, Retransmits: x % 7, RTTSamples: x % 5,
 			RTTMinUs: opt(set, uint32(f)), RTTP50Us: opt(f%2 == 0, uint32(4_000_000_000)),
 			SndCwnd: opt(set, uint32(x)), MSS: opt(!set, uint32(1448))}
 	}

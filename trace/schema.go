@@ -157,7 +157,9 @@ type FlowRow struct {
 	Retransmits uint64 `parquet:"retransmits"`
 	// RetransmitFailures counts retransmit attempts the kernel could not
 	// send (tcp_retransmit_skb with err != 0), kept apart from Retransmits.
-	RetransmitFailures uint64 `parquet:"retransmit_failures"`
+	// Null where the kernel's tracepoint does not report them (it has no
+	// err argument before recent kernels, and fires only on success there).
+	RetransmitFailures *uint64 `parquet:"retransmit_failures,optional"`
 
 	RTTSamples uint64  `parquet:"rtt_samples"`
 	RTTMinUs   *uint32 `parquet:"rtt_min_us,optional"`
@@ -264,4 +266,16 @@ type ProbeRow struct {
 	// programs could not make (map full).
 	MapEvictions      uint64 `parquet:"map_evictions"`
 	MapUpdateFailures uint64 `parquet:"map_update_failures"`
+	// MapEntries is how many entries the map held at the read (its
+	// capacity is in the manifest's maps); MapDeleted how many idle
+	// entries netprof deleted this interval to keep room (their counts
+	// were already recorded). Null on rows of programs.
+	MapEntries *uint64 `parquet:"map_entries,optional"`
+	MapDeleted *uint64 `parquet:"map_deleted,optional"`
+	// MapLostBytes and MapLostPackets are what the programs counted this
+	// interval for keys the full map refused (flows table: L2 bytes and
+	// segments, both directions): traffic that is in no flows row. Null
+	// where the map does not count it.
+	MapLostBytes   *uint64 `parquet:"map_lost_bytes,optional"`
+	MapLostPackets *uint64 `parquet:"map_lost_packets,optional"`
 }

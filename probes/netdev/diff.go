@@ -8,14 +8,14 @@ type Delta struct {
 	Flows map[FlowKey]Counts
 	// CPUs is per CPU (index = CPU number).
 	CPUs []CPUCounts
-	// FlowsEvicted counts flows present in prev and gone from cur: the LRU
-	// table evicted them, and their last partial interval is lost.
-	FlowsEvicted int
+	// FlowsDeleted counts idle flows the reader deleted in between (their
+	// totals were read before; nothing of them is lost).
+	FlowsDeleted uint64
 }
 
 // Diff returns cur − prev. A key absent from prev counts from zero (it was
 // created after prev was read). A key whose totals went backwards was
-// evicted and re-created in between: its current totals are the delta.
+// deleted and re-created in between: its current totals are the delta.
 // prev may be nil (everything counts from zero).
 func Diff(prev, cur *Snapshot) Delta {
 	if prev == nil {
@@ -30,11 +30,7 @@ func Diff(prev, cur *Snapshot) Delta {
 			d.Flows[k] = dc
 		}
 	}
-	for k := range prev.Flows {
-		if _, ok := cur.Flows[k]; !ok {
-			d.FlowsEvicted++
-		}
-	}
+	d.FlowsDeleted = cur.FlowsDeleted - min(prev.FlowsDeleted, cur.FlowsDeleted)
 	d.CPUs = make([]CPUCounts, len(cur.CPUs))
 	for i, c := range cur.CPUs {
 		var p CPUCounts
@@ -53,6 +49,14 @@ func (c Counts) sub(p Counts) Counts {
 	return Counts{Rx: c.Rx.minus(p.Rx), Tx: c.Tx.minus(p.Tx)}
 }
 
+func (c Counts) plus(o Counts) Counts {
+	return Counts{Rx: c.Rx.plusDir(o.Rx), Tx: c.Tx.plusDir(o.Tx)}
+}
+
+func (d DirCounts) plusDir(o DirCounts) DirCounts {
+	return DirCounts{Bytes: d.Bytes + o.Bytes, Packets: d.Packets + o.Packets, Skbs: d.Skbs + o.Skbs, WireBytes: d.WireBytes + o.WireBytes}
+}
+
 func (d DirCounts) less(p DirCounts) bool {
 	return d.Bytes < p.Bytes || d.Packets < p.Packets || d.Skbs < p.Skbs || d.WireBytes < p.WireBytes
 }
@@ -67,6 +71,6 @@ func (c CPUCounts) sub(p CPUCounts) CPUCounts {
 		RxBytes: c.RxBytes - p.RxBytes, RxPackets: c.RxPackets - p.RxPackets, RxSkbs: c.RxSkbs - p.RxSkbs,
 		NapiPolls: c.NapiPolls - p.NapiPolls, NapiPackets: c.NapiPackets - p.NapiPackets,
 		NapiBudgetExhausted: c.NapiBudgetExhausted - p.NapiBudgetExhausted,
-		FlowUpdateFail:      c.FlowUpdateFail - p.FlowUpdateFail, IfaceUpdateFail: c.IfaceUpdateFail - p.IfaceUpdateFail,
+		FlowLost:            c.FlowLost.sub(p.FlowLost), IfaceLost: c.IfaceLost.sub(p.IfaceLost),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/probes/mapgc"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -20,11 +21,16 @@ import (
 // per-CPU cache is left off (they count in the hash maps directly).
 func load(t *testing.T, cache bool) *Reader {
 	t.Helper()
+	return loadSized(t, cache, 4096)
+}
+
+func loadSized(t *testing.T, cache bool, flowEntries uint32) *Reader {
+	t.Helper()
 	kerneltest.RequireRoot(t)
 	if err := loader.Check(nil); err != nil {
 		kerneltest.Skip(t, err.Error())
 	}
-	spec, err := Spec(Options{FlowEntries: 4096})
+	spec, err := Spec(Options{FlowEntries: flowEntries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +45,7 @@ func load(t *testing.T, cache bool) *Reader {
 	if !cache {
 		// What NewReader does when np_nd_flush cannot run.
 		r := &Reader{ifaces: l.Maps[bpf.NetdevMapNpNdIfaces], flows: l.Maps[bpf.NetdevMapNpNdFlows],
-			cpus: l.Maps[bpf.NetdevMapNpNdCpus]}
+			cpus: l.Maps[bpf.NetdevMapNpNdCpus], gc: mapgc.NewIdle[bpf.NetdevNpFlowKey](IdleReads)}
 		return r
 	}
 	r, err := NewReader(l)
@@ -68,20 +74,7 @@ func testManyFlows(t *testing.T, cache bool) {
 	r := load(t, cache)
 	bed := testbedtest.New(t, testbed.Options{})
 	a, b := bed.A(), bed.B()
-	// Receivers, so that B answers no packet with ICMP port unreachable.
-	err := b.Do(func() error {
-		for i := range flows {
-			pc, err := net.ListenPacket("udp", netip.AddrPortFrom(b.Addr, uint16(20000+i)).String())
-			if err != nil {
-				return err
-			}
-			t.Cleanup(func() { pc.Close() })
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	udpSinks(t, b, 20000, flows)
 	var conns []net.Conn
 	for i := range flows {
 		c, err := a.Dial(context.Background(), "udp", netip.AddrPortFrom(b.Addr, uint16(20000+i)).String())
@@ -129,12 +122,31 @@ func testManyFlows(t *testing.T, cache bool) {
 	if got, want := ia.Tx.Skbs, linkAfter.TxPackets-linkBefore.TxPackets; got != want {
 		t.Errorf("interface A tx skbs: bpf %d, netlink %d", got, want)
 	}
-	var fails uint64
+	var lost Counts
 	for _, c := range d.CPUs {
-		fails += c.FlowUpdateFail + c.IfaceUpdateFail
+		lost = lost.plus(c.FlowLost).plus(c.IfaceLost)
 	}
-	if fails != 0 || d.FlowsEvicted != 0 {
-		t.Errorf("%d update failures, %d evictions", fails, d.FlowsEvicted)
+	if lost != (Counts{}) || d.FlowsDeleted != 0 {
+		t.Errorf("lost %+v, %d flows deleted", lost, d.FlowsDeleted)
+	}
+}
+
+// udpSinks opens n UDP receivers on h from port first on, so that h answers
+// no packet with ICMP port unreachable.
+func udpSinks(t *testing.T, h *testbed.Host, first, n int) {
+	t.Helper()
+	err := h.Do(func() error {
+		for i := range n {
+			pc, err := net.ListenPacket("udp", netip.AddrPortFrom(h.Addr, uint16(first+i)).String())
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { pc.Close() })
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,7 +2,8 @@
 // per CPU, from net:netif_receive_skb (receive), net:net_dev_start_xmit
 // (transmit) and napi:napi_poll, attached as tp_btf (Linux >= 5.5 with BTF).
 //
-// The kernel keeps running totals in per-CPU maps; Read sums them and Diff
+// The kernel keeps running totals in hash maps shared by all CPUs (their
+// size does not grow with the possible-CPU count); Read reads them and Diff
 // turns two reads into per-interval deltas. Bytes are L2 frame bytes (what
 // netlink's interface counters count), packets are segments (a GSO/GRO skb
 // counts gso_segs), wire bytes add the headers segmentation repeats.
@@ -11,6 +12,10 @@
 // and flow counts in a small per-CPU cache (bpf/netdev_cache.h) that Read
 // flushes into the maps first, on every CPU (flush.go): the totals are the
 // same as without it, to the packet.
+//
+// The flow table is not LRU: a flow that finds it full is counted per CPU
+// as lost bytes and packets (never silently gone), and Read deletes flows
+// idle for IdleReads reads to keep room.
 package netdev
 
 import (
@@ -22,9 +27,9 @@ import (
 
 // Options tunes the probe.
 type Options struct {
-	// FlowEntries is the size of the LRU flow table (default 16384). When
-	// it overflows, the least recently used flows are evicted; Diff counts
-	// evictions.
+	// FlowEntries is the size of the flow table (default 16384, about
+	// 170 bytes each). When it is full, new flows are counted only as lost
+	// bytes and packets (CPUCounts.FlowLost).
 	FlowEntries uint32
 }
 

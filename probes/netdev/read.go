@@ -9,6 +9,7 @@ import (
 
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/mapgc"
 )
 
 // DirCounts are one direction's running totals (or deltas, after Diff).
@@ -42,7 +43,9 @@ type FlowKey struct {
 type CPUCounts struct {
 	RxBytes, RxPackets, RxSkbs                  uint64 // netif_receive_skb on this CPU
 	NapiPolls, NapiPackets, NapiBudgetExhausted uint64 // napi_poll on this CPU
-	FlowUpdateFail, IfaceUpdateFail             uint64 // map inserts that failed
+	// FlowLost and IfaceLost are what this CPU counted for keys the full
+	// flow or interface table refused: in no entry of it.
+	FlowLost, IfaceLost Counts
 }
 
 // Snapshot is one read of every map: running totals summed over CPUs for
@@ -51,6 +54,9 @@ type Snapshot struct {
 	Ifaces map[IfaceKey]Counts
 	Flows  map[FlowKey]Counts
 	CPUs   []CPUCounts
+	// FlowsDeleted counts idle flows Read deleted from the table so far
+	// (running total; they are not in Flows).
+	FlowsDeleted uint64
 }
 
 // Reader reads the probe's maps.
@@ -58,7 +64,13 @@ type Reader struct {
 	ifaces, flows, cpus *ebpf.Map
 	flush               *flusher // nil: the per-CPU cache is off
 	cacheErr            error    // why the cache is off
+	gc                  *mapgc.Idle[bpf.NetdevNpFlowKey]
+	deleted             uint64
 }
+
+// IdleReads is how many consecutive reads a flow's totals must stay the
+// same before Read deletes its entry to keep room in the table.
+const IdleReads = 3
 
 // NewReader returns a reader over a loaded netdev probe. It returns an error
 // if a map is missing (the spec was not this probe's).
@@ -74,6 +86,7 @@ func NewReader(l *loader.Loaded) (*Reader, error) {
 		ifaces: l.Maps[bpf.NetdevMapNpNdIfaces],
 		flows:  l.Maps[bpf.NetdevMapNpNdFlows],
 		cpus:   l.Maps[bpf.NetdevMapNpNdCpus],
+		gc:     mapgc.NewIdle[bpf.NetdevNpFlowKey](IdleReads),
 	}
 	if r.ifaces == nil || r.flows == nil || r.cpus == nil {
 		return nil, fmt.Errorf("netdev reader: maps missing from probe %q", l.Probe)
@@ -105,7 +118,9 @@ func (r *Reader) CacheErr() error { return r.cacheErr }
 // Read returns the current running totals. With the cache on it first
 // flushes every CPU's cached counts to the maps; a CPU that stays busy
 // keeps its latest counts for the next Read (totals stay exact; they show
-// up one read later).
+// up one read later). Then it deletes the flows whose totals did not change
+// for IdleReads reads and leaves them out of the snapshot: a flow that
+// moves again gets a new entry counting from zero, which Diff takes as new.
 func (r *Reader) Read() (*Snapshot, error) {
 	if r.flush != nil {
 		if err := r.flush.flushAll(); err != nil && !errors.Is(err, errBusy) {
@@ -114,32 +129,16 @@ func (r *Reader) Read() (*Snapshot, error) {
 	}
 	s := &Snapshot{Ifaces: map[IfaceKey]Counts{}, Flows: map[FlowKey]Counts{}}
 	var ik bpf.NetdevNpIfaceKey
-	var iv []bpf.NetdevNpIfaceVal
+	var iv bpf.NetdevNpIfaceVal
 	it := r.ifaces.Iterate()
 	for it.Next(&ik, &iv) {
-		var c Counts
-		for _, v := range iv {
-			c.Rx.add(v.Rx.Bytes, v.Rx.Packets, v.Rx.Skbs, v.Rx.WireBytes)
-			c.Tx.add(v.Tx.Bytes, v.Tx.Packets, v.Tx.Skbs, v.Tx.WireBytes)
-		}
-		s.Ifaces[IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}] = c
+		s.Ifaces[IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}] = counts((*bpf.NetdevNpFlowVal)(&iv))
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read interfaces: %w", err)
 	}
-	var fk bpf.NetdevNpFlowKey
-	var fv []bpf.NetdevNpFlowVal
-	it = r.flows.Iterate()
-	for it.Next(&fk, &fv) {
-		var c Counts
-		for _, v := range fv {
-			c.Rx.add(v.Rx.Bytes, v.Rx.Packets, v.Rx.Skbs, v.Rx.WireBytes)
-			c.Tx.add(v.Tx.Bytes, v.Tx.Packets, v.Tx.Skbs, v.Tx.WireBytes)
-		}
-		s.Flows[decodeFlowKey(&fk)] = c
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read flows: %w", err)
+	if err := r.readFlows(s); err != nil {
+		return nil, err
 	}
 	var cv []bpf.NetdevNpCpuVal
 	if err := r.cpus.Lookup(uint32(0), &cv); err != nil {
@@ -150,10 +149,41 @@ func (r *Reader) Read() (*Snapshot, error) {
 			RxBytes: v.RxBytes, RxPackets: v.RxPackets, RxSkbs: v.RxSkbs,
 			NapiPolls: v.NapiPolls, NapiPackets: v.NapiPackets,
 			NapiBudgetExhausted: v.NapiBudgetExhausted,
-			FlowUpdateFail:      v.FlowUpdateFail, IfaceUpdateFail: v.IfaceUpdateFail,
+			FlowLost:            counts(&v.FlowLost), IfaceLost: counts(&v.IfaceLost),
 		})
 	}
 	return s, nil
+}
+
+// readFlows reads the shared flow table into s, then deletes idle flows.
+func (r *Reader) readFlows(s *Snapshot) error {
+	var fk bpf.NetdevNpFlowKey
+	var fv bpf.NetdevNpFlowVal
+	it := r.flows.Iterate()
+	for it.Next(&fk, &fv) {
+		s.Flows[decodeFlowKey(&fk)] = counts(&fv)
+		r.gc.Seen(fk, fv.Rx.Skbs^fv.Tx.Skbs<<32^fv.Rx.Bytes^fv.Tx.Bytes)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read flows: %w", err)
+	}
+	gone, err := r.gc.Collect(r.flows)
+	r.deleted += uint64(len(gone))
+	s.FlowsDeleted = r.deleted
+	for i := range gone {
+		delete(s.Flows, decodeFlowKey(&gone[i]))
+	}
+	if err != nil {
+		return fmt.Errorf("delete idle flows: %w", err)
+	}
+	return nil
+}
+
+func counts(v *bpf.NetdevNpFlowVal) Counts {
+	var c Counts
+	c.Rx.add(v.Rx.Bytes, v.Rx.Packets, v.Rx.Skbs, v.Rx.WireBytes)
+	c.Tx.add(v.Tx.Bytes, v.Tx.Packets, v.Tx.Skbs, v.Tx.WireBytes)
+	return c
 }
 
 func (d *DirCounts) add(bytes, packets, skbs, wire uint64) {

@@ -14,7 +14,8 @@ type Scope func(netns uint64, ifindex uint32) (name string, ok bool)
 // the bpf_* columns of interface rows already in the interval (made by the
 // netlink sampler), adds one flow row per flow on an in-scope interface
 // that moved data, fills per-CPU receive and NAPI columns, and adds a
-// "map:netdev" probes row with the flow table's evictions and failures.
+// "map:netdev" probes row with the flow table's occupancy, the idle flows
+// deleted, and the bytes and packets of flows the full table refused.
 //
 // Per-CPU columns come from a map with a value for every possible CPU;
 // only CPUs online at some point of the run get them (see online).
@@ -68,18 +69,23 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 			iv.Flows = append(iv.Flows, flowRow(k, name, c))
 		}
 	}
-	var fails uint64
+	var lost, ifaceLost Counts
 	for cpu, c := range d.CPUs {
 		if s.online.Keep(cpu, c != (CPUCounts{})) {
 			row := loader.CPURow(iv, cpu)
 			row.RxPackets, row.RxBytes = c.RxPackets, c.RxBytes
 			row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = c.NapiPolls, c.NapiPackets, c.NapiBudgetExhausted
 		}
-		fails += c.FlowUpdateFail + c.IfaceUpdateFail
+		lost = lost.plus(c.FlowLost)
+		ifaceLost = ifaceLost.plus(c.IfaceLost)
 	}
 	iv.Probes = append(iv.Probes, trace.ProbeRow{
 		Program: "np_nd_flows", Hook: "map:netdev",
-		MapEvictions: uint64(d.FlowsEvicted), MapUpdateFailures: fails,
+		MapUpdateFailures: lost.Rx.Skbs + lost.Tx.Skbs + ifaceLost.Rx.Skbs + ifaceLost.Tx.Skbs,
+		MapEntries:        ptr(uint64(len(cur.Flows))),
+		MapDeleted:        ptr(d.FlowsDeleted),
+		MapLostBytes:      ptr(lost.Rx.Bytes + lost.Tx.Bytes),
+		MapLostPackets:    ptr(lost.Rx.Packets + lost.Tx.Packets),
 	})
 	return nil
 }

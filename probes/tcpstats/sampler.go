@@ -13,6 +13,8 @@ type Sampler struct {
 	r     *Reader
 	scope func(netns uint64) bool
 	prev  map[Key]Sock
+	// prevStats are the reader's counters at the previous read.
+	prevStats Stats
 }
 
 // NewSampler returns a sampler reading r; scope filters sockets by network
@@ -28,6 +30,7 @@ func (s *Sampler) Name() string { return "tcp" }
 func (s *Sampler) Baseline() error {
 	cur, err := s.r.Read()
 	s.prev = cur
+	s.prevStats = s.r.Stats()
 	return err
 }
 
@@ -39,11 +42,13 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	}
 	d := Diff(s.prev, cur)
 	s.prev = cur
+	rows := flowIndex(iv)
+	failures := s.r.FailuresKnown()
 	for k, st := range d {
 		if s.scope != nil && !s.scope(k.Netns) {
 			continue
 		}
-		row := findFlow(iv, k)
+		row := rows.find(iv, k)
 		if row == nil {
 			iv.Flows = append(iv.Flows, trace.FlowRow{
 				Netns: k.Netns, Family: k.Family, Proto: 6,
@@ -52,26 +57,70 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 			})
 			row = &iv.Flows[len(iv.Flows)-1]
 		}
-		fill(row, st)
+		fill(row, st, failures)
 	}
+	s.appendMapRow(iv, cur)
 	return nil
 }
 
-func findFlow(iv *trace.Interval, k Key) *trace.FlowRow {
-	la, ra := k.Local.Addr().String(), k.Remote.Addr().String()
+// appendMapRow adds the "map:tcp" probes row: sockets the full table
+// refused (their RTT samples and retransmits are in no flow row) and idle
+// sockets user space deleted to make room.
+func (s *Sampler) appendMapRow(iv *trace.Interval, cur map[Key]Sock) {
+	st := s.r.Stats()
+	iv.Probes = append(iv.Probes, trace.ProbeRow{
+		Program: "np_tcp_socks", Hook: "map:tcp",
+		MapUpdateFailures: st.Refused - s.prevStats.Refused,
+		MapEntries:        ptr(uint64(len(cur))),
+		MapDeleted:        ptr(st.Deleted - s.prevStats.Deleted),
+	})
+	s.prevStats = st
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// flowKey is the part of a flows row a socket is matched on.
+type flowKey struct {
+	netns        uint64
+	local, remote string
+	lport, rport uint16
+}
+
+// rowIndex finds the TCP flows row of a socket in O(1): a linear search
+// per socket is quadratic with thousands of flows.
+type rowIndex map[flowKey]int
+
+func flowIndex(iv *trace.Interval) rowIndex {
+	idx := make(rowIndex, len(iv.Flows))
 	for i := range iv.Flows {
 		f := &iv.Flows[i]
-		if f.Netns == k.Netns && f.Proto == 6 && f.SrcPort == k.Local.Port() && f.DstPort == k.Remote.Port() &&
-			f.SrcAddr == la && f.DstAddr == ra {
-			return f
+		if f.Proto != 6 {
+			continue
+		}
+		k := flowKey{netns: f.Netns, local: f.SrcAddr, remote: f.DstAddr, lport: f.SrcPort, rport: f.DstPort}
+		if _, ok := idx[k]; !ok {
+			idx[k] = i
 		}
 	}
-	return nil
+	return idx
 }
 
-func fill(row *trace.FlowRow, st Interval) {
+// find returns the row of k in iv.Flows, or nil. Rows appended after the
+// index was built are not found (sockets are distinct keys).
+func (idx rowIndex) find(iv *trace.Interval, k Key) *trace.FlowRow {
+	i, ok := idx[flowKey{netns: k.Netns, local: k.Local.Addr().String(), remote: k.Remote.Addr().String(),
+		lport: k.Local.Port(), rport: k.Remote.Port()}]
+	if !ok {
+		return nil
+	}
+	return &iv.Flows[i]
+}
+
+func fill(row *trace.FlowRow, st Interval, failures bool) {
 	row.Retransmits = st.RetransSegs
-	row.RetransmitFailures = st.RetransFail
+	if failures {
+		row.RetransmitFailures = ptr(st.RetransFail)
+	}
 	row.RTTSamples = st.Samples
 	if st.Samples > 0 {
 		row.RTTMinUs, row.RTTP50Us, row.RTTP99Us, row.RTTMaxUs = &st.MinUs, &st.P50Us, &st.P99Us, &st.MaxUs
