@@ -24,10 +24,22 @@ type cpuWin struct {
 	proc procWin
 }
 
-// busiestAt is the largest NET_RX share of one interval and whose it is.
+// busiestAt is the largest NET_RX share of one interval and whose it is;
+// online is false for a row that does not show its CPU was online (see
+// cpuOnline): any row that does wins over it.
 type busiestAt struct {
-	cpu   int32
-	share float64
+	cpu    int32
+	share  float64
+	online bool
+}
+
+// beats reports whether b is the interval's busiest rather than c: a row
+// showing its CPU online first, then the larger share, then the lower CPU.
+func (b busiestAt) beats(c busiestAt) bool {
+	if b.online != c.online {
+		return b.online
+	}
+	return b.share > c.share || (b.share == c.share && b.cpu < c.cpu)
 }
 
 // cpuAcc accumulates the cpus table.
@@ -37,6 +49,7 @@ type cpuAcc struct {
 	per        map[int32]*cpuWin
 	byInterval map[int64]busiestAt
 	heat       heatAcc
+	online     cpuOnline
 	rows       int
 }
 
@@ -50,6 +63,7 @@ func (a *cpuAcc) init(b *builder) {
 		r.CPUWindow, a.start, a.end, a.whole = WindowWholeRun, r.RunStart, r.RunEnd, true
 	}
 	r.CPUWindowStart, r.CPUWindowEnd = a.start, a.end
+	a.online.init(r.Manifest)
 	a.heat.init(r.RunStart, r.RunEnd, r.Manifest.IntervalNs)
 }
 
@@ -66,6 +80,7 @@ func (a *cpuAcc) add(b *builder) func([]trace.CPURow) error {
 func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 	a.rows++
 	b.rows.add(x.Time, x.IntervalNs)
+	online := a.online.row(x)
 	if !b.anom.plausibleNs("cpus.net_rx_softirq_ns", x.Time, x.IntervalNs, x.NetRxSoftirqNs) {
 		return
 	}
@@ -91,13 +106,14 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 		c.maxShare, c.maxAt = share, x.Time
 	}
 	k := x.Time.UnixNano()
-	if cur, ok := a.byInterval[k]; !ok || share > cur.share || (share == cur.share && x.CPU < cur.cpu) {
-		a.byInterval[k] = busiestAt{x.CPU, share}
+	cand := busiestAt{x.CPU, share, online}
+	if cur, ok := a.byInterval[k]; !ok || cand.beats(cur) {
+		a.byInterval[k] = cand
 	}
 }
 
 // finish sets Report.CPUs, BusiestCPU, the per-interval busiest figures
-// and the heat map.
+// and the heat map, over the CPUs online during the run (cpuOnline).
 func (a *cpuAcc) finish(b *builder) {
 	r := b.r
 	if a.rows == 0 {
@@ -114,7 +130,13 @@ func (a *cpuAcc) finish(b *builder) {
 	}
 	r.CPUIntervals, r.BusiestMedianShare = len(shares), median(shares)
 	for cpu, c := range a.per {
-		r.CPUs = append(r.CPUs, c.stat(int(cpu)))
+		if a.online.shown(cpu) {
+			r.CPUs = append(r.CPUs, c.stat(int(cpu)))
+		}
+	}
+	r.CPUsNeverOnline = a.online.neverOnline()
+	if n := a.online.note(); n != "" {
+		r.note(n)
 	}
 	sort.Slice(r.CPUs, func(i, j int) bool { return r.CPUs[i].CPU < r.CPUs[j].CPU })
 	r.BusiestCPU = busiest(r.CPUs)
@@ -124,7 +146,7 @@ func (a *cpuAcc) finish(b *builder) {
 	if len(r.CPUs) == 0 {
 		r.reasons[figCPU] = "no cpus rows in the " + r.CPUWindow
 	}
-	r.Heat = a.heat.result()
+	r.Heat = a.heat.result(a.online.shown)
 	a.finishProc(r)
 }
 
@@ -199,17 +221,19 @@ func (h *heatAcc) add(cpu int32, end time.Time, intervalNs int64, ns uint64) {
 	c[i].iv += uint64(intervalNs)
 }
 
-// result returns the heat map, or nil when empty.
-func (h *heatAcc) result() *CPUHeat {
-	if len(h.cells) == 0 {
+// result returns the heat map of the CPUs shown, or nil when empty.
+func (h *heatAcc) result(shown func(int32) bool) *CPUHeat {
+	out := &CPUHeat{}
+	for cpu := range h.cells {
+		if shown(cpu) {
+			out.CPUs = append(out.CPUs, int(cpu))
+		}
+	}
+	if len(out.CPUs) == 0 {
 		return nil
 	}
-	out := &CPUHeat{}
 	for i := range h.bins {
 		out.BinEnds = append(out.BinEnds, h.start.Add(time.Duration(i+1)*h.binDur))
-	}
-	for cpu := range h.cells {
-		out.CPUs = append(out.CPUs, int(cpu))
 	}
 	sort.Ints(out.CPUs)
 	for _, cpu := range out.CPUs {

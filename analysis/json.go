@@ -10,27 +10,31 @@ import (
 // _pct, _bytes, _segments, _ns), and a figure that could not be computed
 // is null with its reason in notes or the verdicts.
 type JSONReport struct {
-	RunDir         string          `json:"run_dir"`
-	Status         string          `json:"status"`
-	RunStart       time.Time       `json:"run_start"`
-	RunEnd         time.Time       `json:"run_end"`
-	RatedGbps      *float64        `json:"rated_link_speed_gbit_per_s"`
-	RatedSource    string          `json:"rated_link_speed_source,omitempty"`
-	Throughput     JSONThroughput  `json:"throughput"`
-	CPUWindow      string          `json:"cpu_window"`
-	CPUs           []JSONCPU       `json:"cpus"`
-	BusiestCPU     *int            `json:"busiest_cpu"`
-	BusiestMedian  *float64        `json:"busiest_cpu_per_interval_median_pct"`
-	HostCPU        *JSONHostCPU    `json:"host_cpu"`
-	RTT            *JSONRTT        `json:"rtt"`
-	Peers          []JSONPeer      `json:"peers"`
-	Flows          []JSONFlow      `json:"flows"`
-	BDP            JSONBDP         `json:"bdp"`
-	Retransmits    JSONRetransmits `json:"retransmits"`
-	Verdicts       []JSONVerdict   `json:"verdicts"`
-	FiredVerdicts  []string        `json:"fired_verdicts"`
-	Notes          []string        `json:"notes"`
-	PrimaryCounter string          `json:"primary_counter"`
+	RunDir      string         `json:"run_dir"`
+	Status      string         `json:"status"`
+	RunStart    time.Time      `json:"run_start"`
+	RunEnd      time.Time      `json:"run_end"`
+	RatedGbps   *float64       `json:"rated_link_speed_gbit_per_s"`
+	RatedSource string         `json:"rated_link_speed_source,omitempty"`
+	Throughput  JSONThroughput `json:"throughput"`
+	CPUWindow   string         `json:"cpu_window"`
+	CPUs        []JSONCPU      `json:"cpus"`
+	// CPUsNeverOnline counts the CPUs left out of cpus and busiest_cpu:
+	// possible (or with rows) and never online during the run (notes
+	// says so).
+	CPUsNeverOnline int             `json:"cpus_never_online"`
+	BusiestCPU      *int            `json:"busiest_cpu"`
+	BusiestMedian   *float64        `json:"busiest_cpu_per_interval_median_pct"`
+	HostCPU         *JSONHostCPU    `json:"host_cpu"`
+	RTT             *JSONRTT        `json:"rtt"`
+	Peers           []JSONPeer      `json:"peers"`
+	Flows           []JSONFlow      `json:"flows"`
+	BDP             JSONBDP         `json:"bdp"`
+	Retransmits     JSONRetransmits `json:"retransmits"`
+	Verdicts        []JSONVerdict   `json:"verdicts"`
+	FiredVerdicts   []string        `json:"fired_verdicts"`
+	Notes           []string        `json:"notes"`
+	PrimaryCounter  string          `json:"primary_counter"`
 }
 
 // JSONThroughput holds both directions.

@@ -7,7 +7,7 @@ func (r *Report) JSON() JSONReport {
 		RunDir: r.Dir, Status: r.Manifest.Status, RunStart: r.RunStart, RunEnd: r.RunEnd,
 		RatedGbps: optF(r.RatedBps/1e9, true), RatedSource: r.RatedSource,
 		Throughput: JSONThroughput{Rx: jsonDirection(&r.Rx), Tx: jsonDirection(&r.Tx)},
-		CPUWindow:  r.CPUWindow, CPUs: []JSONCPU{}, Peers: []JSONPeer{}, Flows: []JSONFlow{},
+		CPUWindow:  r.CPUWindow, CPUs: []JSONCPU{}, CPUsNeverOnline: r.CPUsNeverOnline, Peers: []JSONPeer{}, Flows: []JSONFlow{},
 		BDP: jsonBDP(r.BDP), Retransmits: jsonRetx(r), Verdicts: []JSONVerdict{},
 		FiredVerdicts: append([]string{}, r.FiredVerdicts()...), Notes: append([]string{}, r.Notes...),
 	}

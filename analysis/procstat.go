@@ -51,8 +51,8 @@ func (p procWin) shares() (*ProcShares, string) {
 func (a *cpuAcc) finishProc(r *Report) {
 	var host procWin
 	cpus := 0
-	for _, c := range a.per {
-		if c.proc.rows > 0 {
+	for cpu, c := range a.per {
+		if c.proc.rows > 0 && a.online.shown(cpu) {
 			host, cpus = host.plus(c.proc), cpus+1
 		}
 	}

@@ -241,6 +241,11 @@ type Report struct {
 	CPUWindowStart, CPUWindowEnd time.Time
 	// BusiestCPU is the CPU with the largest Share (-1 without cpus rows).
 	BusiestCPU int
+	// CPUsNeverOnline counts the CPUs left out of CPUs, BusiestCPU, the
+	// averages and Heat: possible (manifest cpus_possible) or in the cpus
+	// table, and never online during the run (see cpuOnline; Notes says
+	// so once).
+	CPUsNeverOnline int
 	// CPUIntervals is the number of intervals in the CPU window;
 	// BusiestMedianShare the median over them of the largest per-interval
 	// NET_RX share (whichever CPU had it).

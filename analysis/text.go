@@ -85,7 +85,7 @@ func (r *Report) writeHeader(p *printer) {
 	p.line("netprof report")
 	p.table([][]string{
 		{"run directory", orDash(r.Dir)},
-		{"host", fmt.Sprintf("%s (kernel %s, %d CPUs)", orDash(m.Host), orDash(m.Kernel), m.CPUCount)},
+		{"host", r.HostDesc()},
 		{"run", r.runSpan()},
 		{"recorded by", fmt.Sprintf("netprof %s, trace schema v%d", orDash(m.ToolVersion), m.SchemaVersion)},
 		{"config", configLine(m.Config)},

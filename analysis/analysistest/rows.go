@@ -1,6 +1,7 @@
 package analysistest
 
 import (
+	"slices"
 	"time"
 
 	"github.com/netprof/netprof/trace"
@@ -78,7 +79,13 @@ func (s Scenario) cpus(i int, end time.Time, ns int64, segs uint64) []trace.CPUR
 			sn, bn, tn := uint64(soft*float64(ns)), uint64(busy*float64(ns)), uint64(ns)
 			row.ProcSoftirqNs, row.ProcBusyNs, row.ProcTotalNs = &sn, &bn, &tn
 		}
+		if slices.Contains(s.IdleCPUs, c) {
+			row = trace.CPURow{Time: end, IntervalNs: ns, CPU: int32(c)}
+		}
 		out = append(out, row)
+	}
+	for c := s.CPUs; s.NeverOnlineRows && c < s.PossibleCPUs; c++ {
+		out = append(out, trace.CPURow{Time: end, IntervalNs: ns, CPU: int32(c)})
 	}
 	return out
 }

@@ -49,6 +49,18 @@ type Scenario struct {
 	// vector) and busy shares of interval i: the cpus rows get proc_*
 	// columns (proc_total_ns = interval_ns); nil leaves them null.
 	ProcStat func(i, cpu int) (softirq, busy float64)
+	// PossibleCPUs is the machine's possible CPU count (default CPUs): the
+	// manifest lists CPUs 0..CPUs-1 online and 0..PossibleCPUs-1 possible.
+	// NeverOnlineRows adds the all-zero rows a netprof before the online
+	// filter recorded for the CPUs never online (per-CPU BPF maps hold a
+	// value for every possible CPU); LegacyManifest leaves cpus_online and
+	// cpus_possible out, as in a trace from before them.
+	PossibleCPUs    int
+	NeverOnlineRows bool
+	LegacyManifest  bool
+	// IdleCPUs are online CPUs whose rows are all zero (they ran nothing
+	// netprof counts) and have no /proc/stat columns.
+	IdleCPUs []int
 	// RTTMinUs is the min RTT (default 40 µs) and RTTP50Us the p50 of
 	// interval i (default 2 × RTTMinUs); srtt is the p50.
 	RTTMinUs uint32
@@ -71,6 +83,7 @@ func (s Scenario) withDefaults() Scenario {
 	}
 	s.Streams, s.BlockSize = or(s.Streams, 4), or(s.BlockSize, 131072)
 	s.MTU, s.MSS, s.CPUs = or(s.MTU, 1500), or(s.MSS, 1448), or(s.CPUs, 2)
+	s.PossibleCPUs = max(s.PossibleCPUs, s.CPUs)
 	if s.RateBps == nil {
 		s.RateBps = func(int) float64 { return 10e9 }
 	}
@@ -104,15 +117,28 @@ func (s Scenario) Manifest() trace.Manifest {
 	if s.RatedMbps > 0 {
 		rated = &s.RatedMbps
 	}
-	return trace.Manifest{SchemaVersion: trace.SchemaVersion, ToolVersion: "test", Start: s.Start,
+	m := trace.Manifest{SchemaVersion: trace.SchemaVersion, ToolVersion: "test", Start: s.Start,
 		End: s.Start.Add(time.Duration(s.Intervals) * s.Interval), Host: "synthetic", Kernel: "6.18",
-		CPUCount: s.CPUs, IntervalNs: s.Interval.Nanoseconds(), Status: trace.StatusOK,
+		CPUCount: s.CPUs, CPUsOnline: cpuRange(s.CPUs), CPUsPossible: cpuRange(s.PossibleCPUs),
+		IntervalNs: s.Interval.Nanoseconds(), Status: trace.StatusOK,
 		Interfaces: []trace.Interface{
 			{Name: "veth-a", Index: 2, Netns: SenderNetns, Driver: "veth", MTU: s.MTU, RatedSpeedMbps: rated, Role: trace.RoleSender},
 			{Name: "veth-b", Index: 2, Netns: RecvNetns, Driver: "veth", MTU: s.MTU, RatedSpeedMbps: rated, Role: trace.RoleReceiver},
 		},
 		Config: map[string]any{"command": "bench", "streams": float64(s.Streams), "block_size": float64(s.BlockSize)},
 	}
+	if s.LegacyManifest {
+		m.CPUsOnline, m.CPUsPossible = "", ""
+	}
+	return m
+}
+
+// cpuRange returns "0-(n-1)" in the kernel's CPU list format.
+func cpuRange(n int) string {
+	if n == 1 {
+		return "0"
+	}
+	return fmt.Sprintf("0-%d", n-1)
 }
 
 // Tables returns every interval's rows, concatenated per table.

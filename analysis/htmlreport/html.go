@@ -66,7 +66,7 @@ func meta(r *analysis.Report) [][2]string {
 	}
 	return [][2]string{
 		{"run directory", orDash(r.Dir)},
-		{"host", fmt.Sprintf("%s (kernel %s, %d CPUs)", orDash(m.Host), orDash(m.Kernel), m.CPUCount)},
+		{"host", r.HostDesc()},
 		{"run", fmt.Sprintf("%s to %s, status %s", fmtTime(r.RunStart), fmtTime(r.RunEnd), orDash(m.Status))},
 		{"recorded by", fmt.Sprintf("netprof %s, trace schema v%d", orDash(m.ToolVersion), m.SchemaVersion)},
 		{"rated link speed", rated},
