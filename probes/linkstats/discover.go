@@ -38,7 +38,10 @@ type NS struct {
 func OpenNS(do func(func() error) error, inode uint64) (*NS, error) {
 	ns := &NS{Netns: inode}
 	open := func() error {
-		h, err := netlink.NewHandle()
+		// NETLINK_ROUTE only: with no family, NewHandle also opens XFRM
+		// and NETFILTER sockets, which fail ("protocol not supported")
+		// on kernels without them built in and no /sbin/modprobe.
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
 			return fmt.Errorf("netlink handle: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/internal/leakcheck"
 	"github.com/netprof/netprof/probes/linkstats"
@@ -49,6 +50,8 @@ func TestDiscoverInNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Close()
+	routeOnly(t, "testbed Host.Handle", nh)
+	routeOnly(t, "OpenNS", ns.Handle)
 	links, err := linkstats.Discover(ns)
 	if err != nil {
 		t.Fatal(err)
@@ -78,4 +81,31 @@ func TestDiscoverInNamespace(t *testing.T) {
 			t.Errorf("%s: speed %v (%q), want unknown with %q", c.l.Name, c.l.SpeedMbps, c.l.SpeedNote, c.note)
 		}
 	}
+}
+
+// routeOnly checks that h has a NETLINK_ROUTE socket and no other: a
+// handle opened with every family (netlink.NewHandle()) also opens XFRM
+// and NETFILTER sockets, and fails with "protocol not supported" where
+// the kernel has neither built in nor /sbin/modprobe to load them.
+func routeOnly(t *testing.T, name string, h *netlink.Handle) {
+	t.Helper()
+	if !h.SupportsNetlinkFamily(unix.NETLINK_ROUTE) {
+		t.Errorf("%s: no NETLINK_ROUTE socket", name)
+	}
+	for fam, what := range map[int]string{unix.NETLINK_XFRM: "XFRM", unix.NETLINK_NETFILTER: "NETFILTER"} {
+		if h.SupportsNetlinkFamily(fam) {
+			t.Errorf("%s: opened a NETLINK_%s socket netprof does not use", name, what)
+		}
+	}
+}
+
+// The handle of the caller's own namespace is route-only too (no root
+// needed: a netlink socket is not privileged).
+func TestOpenNSOwnRouteOnly(t *testing.T) {
+	ns, err := linkstats.OpenNS(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	routeOnly(t, "OpenNS(own namespace)", ns.Handle)
 }

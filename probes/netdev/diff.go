@@ -21,7 +21,7 @@ func Diff(prev, cur *Snapshot) Delta {
 	if prev == nil {
 		prev = &Snapshot{}
 	}
-	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(cur.Ifaces)), Flows: map[FlowKey]Counts{}}
+	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(cur.Ifaces)), Flows: make(map[FlowKey]Counts, len(cur.Flows))}
 	for k, c := range cur.Ifaces {
 		d.Ifaces[k] = c.sub(prev.Ifaces[k])
 	}

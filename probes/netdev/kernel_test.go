@@ -11,20 +11,20 @@ import (
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/bpfmap"
 	"github.com/netprof/netprof/probes/linkstats"
-	"github.com/netprof/netprof/probes/mapgc"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
 
 // load loads the probe and its reader; with cache false the programs'
 // per-CPU cache is left off (they count in the hash maps directly).
-func load(t *testing.T, cache bool) *Reader {
+func load(t testing.TB, cache bool) *Reader {
 	t.Helper()
 	return loadSized(t, cache, 4096)
 }
 
-func loadSized(t *testing.T, cache bool, flowEntries uint32) *Reader {
+func loadSized(t testing.TB, cache bool, flowEntries uint32) *Reader {
 	t.Helper()
 	kerneltest.RequireRoot(t)
 	if err := loader.Check(nil); err != nil {
@@ -45,7 +45,7 @@ func loadSized(t *testing.T, cache bool, flowEntries uint32) *Reader {
 	if !cache {
 		// What NewReader does when np_nd_flush cannot run.
 		r := &Reader{ifaces: l.Maps[bpf.NetdevMapNpNdIfaces], flows: l.Maps[bpf.NetdevMapNpNdFlows],
-			cpus: l.Maps[bpf.NetdevMapNpNdCpus], gc: mapgc.NewIdle[bpf.NetdevNpFlowKey](IdleReads)}
+			cpus: l.Maps[bpf.NetdevMapNpNdCpus], gc: bpfmap.NewIdle[bpf.NetdevNpFlowKey](IdleReads)}
 		return r
 	}
 	r, err := NewReader(l)

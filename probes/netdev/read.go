@@ -9,7 +9,7 @@ import (
 
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/mapgc"
+	"github.com/netprof/netprof/probes/bpfmap"
 )
 
 // DirCounts are one direction's running totals (or deltas, after Diff).
@@ -64,8 +64,9 @@ type Reader struct {
 	ifaces, flows, cpus *ebpf.Map
 	flush               *flusher // nil: the per-CPU cache is off
 	cacheErr            error    // why the cache is off
-	gc                  *mapgc.Idle[bpf.NetdevNpFlowKey]
+	gc                  *bpfmap.Idle[bpf.NetdevNpFlowKey]
 	deleted             uint64
+	lastFlows           int // flows in the previous read: sizes the next one's map
 }
 
 // IdleReads is how many consecutive reads a flow's totals must stay the
@@ -86,7 +87,7 @@ func NewReader(l *loader.Loaded) (*Reader, error) {
 		ifaces: l.Maps[bpf.NetdevMapNpNdIfaces],
 		flows:  l.Maps[bpf.NetdevMapNpNdFlows],
 		cpus:   l.Maps[bpf.NetdevMapNpNdCpus],
-		gc:     mapgc.NewIdle[bpf.NetdevNpFlowKey](IdleReads),
+		gc:     bpfmap.NewIdle[bpf.NetdevNpFlowKey](IdleReads),
 	}
 	if r.ifaces == nil || r.flows == nil || r.cpus == nil {
 		return nil, fmt.Errorf("netdev reader: maps missing from probe %q", l.Probe)
@@ -127,14 +128,11 @@ func (r *Reader) Read() (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	s := &Snapshot{Ifaces: map[IfaceKey]Counts{}, Flows: map[FlowKey]Counts{}}
-	var ik bpf.NetdevNpIfaceKey
-	var iv bpf.NetdevNpIfaceVal
-	it := r.ifaces.Iterate()
-	for it.Next(&ik, &iv) {
-		s.Ifaces[IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}] = counts((*bpf.NetdevNpFlowVal)(&iv))
-	}
-	if err := it.Err(); err != nil {
+	s := &Snapshot{Ifaces: map[IfaceKey]Counts{}, Flows: make(map[FlowKey]Counts, r.lastFlows)}
+	err := bpfmap.ReadAll(r.ifaces, func(ik *bpf.NetdevNpIfaceKey, iv *bpf.NetdevNpIfaceVal) {
+		s.Ifaces[IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}] = counts((*bpf.NetdevNpFlowVal)(iv))
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read interfaces: %w", err)
 	}
 	if err := r.readFlows(s); err != nil {
@@ -157,16 +155,14 @@ func (r *Reader) Read() (*Snapshot, error) {
 
 // readFlows reads the shared flow table into s, then deletes idle flows.
 func (r *Reader) readFlows(s *Snapshot) error {
-	var fk bpf.NetdevNpFlowKey
-	var fv bpf.NetdevNpFlowVal
-	it := r.flows.Iterate()
-	for it.Next(&fk, &fv) {
-		s.Flows[decodeFlowKey(&fk)] = counts(&fv)
-		r.gc.Seen(fk, fv.Rx.Skbs^fv.Tx.Skbs<<32^fv.Rx.Bytes^fv.Tx.Bytes)
-	}
-	if err := it.Err(); err != nil {
+	err := bpfmap.ReadAll(r.flows, func(fk *bpf.NetdevNpFlowKey, fv *bpf.NetdevNpFlowVal) {
+		s.Flows[decodeFlowKey(fk)] = counts(fv)
+		r.gc.Seen(*fk, fv.Rx.Skbs^fv.Tx.Skbs<<32^fv.Rx.Bytes^fv.Tx.Bytes)
+	})
+	if err != nil {
 		return fmt.Errorf("read flows: %w", err)
 	}
+	r.lastFlows = len(s.Flows)
 	gone, err := r.gc.Collect(r.flows)
 	r.deleted += uint64(len(gone))
 	s.FlowsDeleted = r.deleted

@@ -1,6 +1,8 @@
 package netdev
 
 import (
+	"slices"
+
 	"github.com/netprof/netprof/internal/cpulist"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/trace"
@@ -60,6 +62,7 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 		row.BpfTxBytes, row.BpfTxPackets, row.BpfTxSkbs = ptr(c.Tx.Bytes), ptr(c.Tx.Packets), ptr(c.Tx.Skbs)
 		row.BpfRxWireBytes, row.BpfTxWireBytes = ptr(c.Rx.WireBytes), ptr(c.Tx.WireBytes)
 	}
+	iv.Flows = slices.Grow(iv.Flows, len(d.Flows))
 	for k, c := range d.Flows {
 		name, ok := "", true
 		if s.scope != nil {

@@ -81,9 +81,9 @@ func ptr[T any](v T) *T { return &v }
 
 // flowKey is the part of a flows row a socket is matched on.
 type flowKey struct {
-	netns        uint64
+	netns         uint64
 	local, remote string
-	lport, rport uint16
+	lport, rport  uint16
 }
 
 // rowIndex finds the TCP flows row of a socket in O(1): a linear search

@@ -24,7 +24,7 @@ import (
 
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/mapgc"
+	"github.com/netprof/netprof/probes/bpfmap"
 )
 
 // Options tunes the probe.
@@ -105,7 +105,7 @@ type Sock struct {
 type Reader struct {
 	socks, self *ebpf.Map
 	failures    bool
-	gc          *mapgc.Idle[bpf.TcpNpFlowKey]
+	gc          *bpfmap.Idle[bpf.TcpNpFlowKey]
 	deleted     uint64
 }
 
@@ -123,7 +123,7 @@ const IdleReads = 3
 // NewReader returns a reader over a loaded tcp probe.
 func NewReader(l *loader.Loaded) (*Reader, error) {
 	r := &Reader{socks: l.Maps[bpf.TcpMapNpTcpSocks], self: l.Maps[bpf.TcpMapNpTcpSelf],
-		gc: mapgc.NewIdle[bpf.TcpNpFlowKey](IdleReads)}
+		gc: bpfmap.NewIdle[bpf.TcpNpFlowKey](IdleReads)}
 	if r.socks == nil || r.self == nil {
 		return nil, fmt.Errorf("tcp reader: maps missing from probe %q", l.Probe)
 	}

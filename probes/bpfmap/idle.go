@@ -1,12 +1,12 @@
-// Package mapgc deletes idle entries from BPF hash maps that user space
-// reads each interval. netprof's per-flow and per-socket tables are plain
+// Package bpfmap drains BPF hash maps that user space reads each interval:
+// whole-table reads (ReadAll) and deletion of idle entries (Idle). netprof's per-flow and per-socket tables are plain
 // (not LRU) hashes shared by all CPUs: an LRU hash evicts silently, and on
 // hosts with many CPUs long before it is full (per-CPU free lists). So the
 // kernel refuses new keys when the table is full (and counts what they
 // carried), and user space makes room by deleting keys whose values did not
 // change for a number of reads: their totals were already read, so nothing
 // is lost unless the key moves again between the last read and the delete.
-package mapgc
+package bpfmap
 
 import (
 	"errors"
