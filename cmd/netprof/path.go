@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/progress"
 	"github.com/netprof/netprof/traffic/path"
@@ -60,7 +61,7 @@ func runPath(c *cli.Context) error {
 	if port < 1 || port > 65535 || count < 1 || count > 10000 {
 		return usageError{fmt.Errorf("--port %d must be 1..65535 and --count %d 1..10000", port, count)}
 	}
-	h, err := netlink.NewHandle()
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE) // routes only: no XFRM/NETFILTER sockets to fail
 	if err != nil {
 		return fmt.Errorf("netlink: %w", err)
 	}

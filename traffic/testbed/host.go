@@ -116,14 +116,17 @@ func checkAddr(network, addr string, emptyHostOK bool) error {
 	return nil
 }
 
-// Handle returns a netlink handle bound to the host's namespace; the caller
-// must Close it. (It is opened through Do rather than netlink.NewHandleAt,
-// whose thread switch unlocks the thread even when switching back failed.)
+// Handle returns a NETLINK_ROUTE handle bound to the host's namespace; the
+// caller must Close it. (It is opened through Do rather than
+// netlink.NewHandleAt, whose thread switch unlocks the thread even when
+// switching back failed; route only, since a handle of every family also
+// opens XFRM and NETFILTER sockets, which fail with "protocol not
+// supported" on kernels without them and no /sbin/modprobe.)
 func (h *Host) Handle() (*netlink.Handle, error) {
 	var nh *netlink.Handle
 	err := h.Do(func() error {
 		var err error
-		nh, err = netlink.NewHandle()
+		nh, err = netlink.NewHandle(unix.NETLINK_ROUTE)
 		return err
 	})
 	if err != nil {
