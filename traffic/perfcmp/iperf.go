@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -192,12 +191,12 @@ func waitListening(ctx context.Context, h *testbed.Host, port int, done <-chan e
 }
 
 // listening reports whether a /proc/net/tcp table has a socket in state
-// LISTEN (0A) on local port.
+// LISTEN (0A) on local port. Lines may be of any length (no
+// bufio.Scanner limit).
 func listening(table []byte, port int) bool {
 	want := fmt.Sprintf(":%04X", port)
-	sc := bufio.NewScanner(bytes.NewReader(table))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	for line := range bytes.Lines(table) {
+		f := strings.Fields(string(line))
 		if len(f) > 3 && strings.HasSuffix(f[1], want) && f[3] == "0A" {
 			return true
 		}

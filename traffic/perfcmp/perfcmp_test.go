@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -110,6 +112,18 @@ func TestListening(t *testing.T) {
 	}
 	if listening(table, 5001) { // 0x1389 is only a remote port
 		t.Error("a remote port taken for a listener")
+	}
+	// A busy host: 20,000 sockets before the listener, and a line over
+	// bufio.Scanner's 64 KiB (a table is read whole, never cut).
+	var big bytes.Buffer
+	big.Write(table[:bytes.IndexByte(table, '\n')+1])
+	for i := range 20000 {
+		fmt.Fprintf(&big, "%5d: 010012C6:%04X 020012C6:1389 01 00000000:00000000 00:00000000 00000000     0        0 %d 1\n", i, 10000+i%50000, i)
+	}
+	big.WriteString(strings.Repeat("x", 70<<10) + "\n")
+	big.Write(table[bytes.IndexByte(table, '\n')+1:])
+	if !listening(big.Bytes(), 5201) {
+		t.Errorf("listener after %d bytes of table not found", big.Len())
 	}
 }
 
