@@ -32,6 +32,10 @@ type Manifest struct {
 	IntervalNs int64       `json:"interval_ns"`
 	Interfaces []Interface `json:"interfaces"`
 	Probes     []Probe     `json:"probes"`
+	// Maps describes every BPF map the run's probes created, probe by
+	// probe, map by map in name order; [] when no probe loaded, absent in
+	// traces from before this field.
+	Maps []BPFMap `json:"maps"`
 	// Config is the command's configuration (flags), as given.
 	Config map[string]any `json:"config"`
 	// Status is "ok", or what ended the run early (e.g. "interrupted").
@@ -66,3 +70,37 @@ type Probe struct {
 // ReasonNotSelected is Probe.Reason of a program the run's `--probes`
 // selection left out (not a failure).
 const ReasonNotSelected = "not selected (--probes)"
+
+// BPFMap describes one BPF map of a probe as the kernel created it (its
+// bpf_map_info; memlock from /proc/self/fdinfo), so a reader of the trace
+// knows the tables' capacity and what they cost in kernel memory.
+type BPFMap struct {
+	// Probe is the probe family that created it (e.g. "netdev"); Name the
+	// map's name in the probe's collection (e.g. "np_nd_flows", ".bss").
+	Probe string `json:"probe"`
+	Name  string `json:"name"`
+	// Type is the map type as cilium/ebpf spells it: "Hash", "Array",
+	// "PerCPUArray", "RingBuf", ...
+	Type string `json:"type"`
+	// KeySizeBytes and ValueSizeBytes are one key's and one value's size
+	// (for a per-CPU map: one CPU's value).
+	KeySizeBytes   uint32 `json:"key_size_bytes"`
+	ValueSizeBytes uint32 `json:"value_size_bytes"`
+	// MaxEntries is the map's capacity in entries (a ring buffer's: its
+	// size in bytes).
+	MaxEntries uint32 `json:"max_entries"`
+	// PerCPU is true when each entry holds one value per possible CPU;
+	// PossibleCPUs is the machine's possible-CPU count the map was sized
+	// for (/sys/devices/system/cpu/possible), per-CPU or not.
+	PerCPU       bool `json:"per_cpu"`
+	PossibleCPUs int  `json:"possible_cpus"`
+	// ValueBytes is what the values take at capacity: MaxEntries ×
+	// ValueSizeBytes rounded up to 8 × (PossibleCPUs if PerCPU, else 1);
+	// a ring buffer's size. Keys and the kernel's per-entry overhead are
+	// not in it (they are in MemlockBytes).
+	ValueBytes uint64 `json:"value_bytes"`
+	// MemlockBytes is the kernel's own figure of the map's memory (fdinfo
+	// memlock, Linux >= 4.10; what the kernel charges, its estimate of
+	// the map's usage since 6.4); nil when the kernel gives none.
+	MemlockBytes *uint64 `json:"memlock_bytes"`
+}

@@ -28,6 +28,9 @@ func normalizeManifest(m Manifest) Manifest {
 	if m.Probes == nil {
 		m.Probes = []Probe{}
 	}
+	if m.Maps == nil {
+		m.Maps = []BPFMap{}
+	}
 	if m.Config == nil {
 		m.Config = map[string]any{}
 	}

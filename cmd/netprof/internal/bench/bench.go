@@ -190,11 +190,11 @@ func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*
 	if err != nil {
 		return err
 	}
-	status := offProbes()
+	status, bpfMaps := offProbes(), []trace.BPFMap(nil)
 	if probes != nil {
-		status = probes.status
+		status, bpfMaps = probes.status, probes.maps
 	}
-	if err := w.SetProbes(status); err != nil {
+	if err := w.UpdateManifest(func(m *trace.Manifest) { m.Probes, m.Maps = status, bpfMaps }); err != nil {
 		return err
 	}
 	if err := d.connect(ctx); err != nil {

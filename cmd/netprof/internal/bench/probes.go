@@ -18,6 +18,8 @@ type probeSet struct {
 	set      *probeset.Set
 	samplers []loader.Sampler // netdev, tcp, softirq, sockstate, bpf stats: in that order
 	status   []trace.Probe
+	// maps describes the loaded probes' maps for the manifest.
+	maps []trace.BPFMap
 }
 
 // scope says which interfaces and namespaces belong to the run.
@@ -88,6 +90,9 @@ func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, er
 	}
 	ps.samplers = append(ps.samplers, ps.set.Stats())
 	ps.status = ps.set.Status
+	if ps.maps, err = ps.set.Maps(); err != nil {
+		log.Warn("manifest lists only some BPF maps", "err", err)
+	}
 	return ps, nil
 }
 

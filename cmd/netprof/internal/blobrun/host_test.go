@@ -36,7 +36,7 @@ func TestRunPullRecordsHost(t *testing.T) {
 	cfg.URLs = []string{s.URL + "/cont/b"}
 	cfg.Blob.Concurrency, cfg.Blob.BlockSize = 4, 4<<20
 	cfg.Interval, cfg.Out = 100*time.Millisecond, filepath.Join(t.TempDir(), "run")
-	cfg.Host = watch.HostConfig{Select: ifaces.Selector{Names: []string{"lo"}}}
+	cfg.Host = watch.HostConfig{Select: ifaces.Selector{Names: []string{"lo"}}, FlowEntries: 4096}
 	res, err := Run(context.Background(), cfg, "test", devEnv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +51,13 @@ func TestRunPullRecordsHost(t *testing.T) {
 	}
 	if !attached["net:netif_receive_skb"] || !attached["tcp:tcp_probe"] {
 		t.Errorf("manifest probes %+v: want netdev and tcp attached", run.Manifest.Probes)
+	}
+	flowTable := false
+	for _, m := range run.Manifest.Maps {
+		flowTable = flowTable || (m.Name == "np_nd_flows" && m.MaxEntries == 4096)
+	}
+	if !flowTable {
+		t.Errorf("manifest maps %+v: want np_nd_flows of 4096 entries (HostConfig.FlowEntries)", run.Manifest.Maps)
 	}
 	rows, err := run.Ifaces()
 	if err != nil {

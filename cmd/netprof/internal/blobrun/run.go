@@ -134,7 +134,7 @@ func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfe
 		}
 	}()
 	m := manifest(cfg, toolVersion, x)
-	m.Probes, m.Interfaces = host.Probes(), host.Interfaces()
+	m.Probes, m.Interfaces, m.Maps = host.Probes(), host.Interfaces(), host.Maps()
 	w, err := trace.Create(dir, m)
 	if err != nil {
 		return nil, fmt.Errorf("create trace: %w", err)

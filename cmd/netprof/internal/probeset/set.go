@@ -81,6 +81,30 @@ func (s *Set) Load(name string, spec loader.Spec, specErr error) *loader.Loaded 
 	return nil
 }
 
+// Maps describes the maps of every loaded probe (loader.Loaded.MapInfos),
+// probe by probe in load order: what the manifest's maps list holds. A
+// probe whose maps cannot be described is left out and its error joined
+// into the one returned; the others are still returned.
+func (s *Set) Maps() ([]trace.BPFMap, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var out []trace.BPFMap
+	var errs []error
+	for _, l := range s.Loaded {
+		m, err := l.MapInfos()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, m...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, fmt.Errorf("describe probe maps: %w", err)
+	}
+	return out, nil
+}
+
 // AddReader registers an event reader (e.g. sockstate's ring buffer) that
 // Close stops before detaching the probes.
 func (s *Set) AddReader(r io.Closer) { s.readers = append(s.readers, r) }

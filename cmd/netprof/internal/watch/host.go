@@ -15,6 +15,8 @@ type HostConfig struct {
 	Select     ifaces.Selector  // counted interfaces (default: the default route's)
 	LinkSpeeds map[string]int64 // --link-speed overrides, see ifaces.ParseSpeedOverrides
 	NoBPF      bool
+	// FlowEntries sizes the BPF flow table (0: netdev.DefaultFlowEntries).
+	FlowEntries uint32
 }
 
 // Host records the host side of a run for commands other than watch (blob
@@ -42,7 +44,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Select: hc.Select, LinkSpeeds: hc.LinkSpeeds, NoBPF: hc.NoBPF}
+	cfg := Config{Select: hc.Select, LinkSpeeds: hc.LinkSpeeds, NoBPF: hc.NoBPF, FlowEntries: hc.FlowEntries}
 	tr, sel, err := selectIfaces(ns, cfg, log)
 	if err != nil {
 		ns.Close()
@@ -50,7 +52,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 	}
 	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !hc.NoBPF {
-		ps = loadProbes(tr, log)
+		ps = loadProbes(tr, hc.FlowEntries, log)
 	}
 	return &Host{ns: ns, tr: tr, sel: sel, ps: ps, cfg: cfg}, nil
 }
@@ -67,6 +69,10 @@ func (h *Host) Samplers() []loader.Sampler {
 
 // Probes says which BPF programs are attached, and why the others are not.
 func (h *Host) Probes() []trace.Probe { return h.ps.status }
+
+// Maps describes the loaded probes' BPF maps for the manifest (none when
+// no probe loaded).
+func (h *Host) Maps() []trace.BPFMap { return h.ps.maps }
 
 // Interfaces describes the selected interfaces for the manifest, each with
 // whether it is counted or mirrored by another.

@@ -19,19 +19,22 @@ type probes struct {
 	tcp     loader.Sampler
 	softirq loader.Sampler
 	status  []trace.Probe
+	// maps describes the loaded probes' maps for the manifest.
+	maps []trace.BPFMap
 }
 
-// loadProbes loads netdev, tcp and softirq. A probe that fails to load is
-// recorded in status with its reason and left out; watch goes on with
-// netlink counters (and /proc/stat for softirq time).
-func loadProbes(tr *ifaces.Tracker, log *slog.Logger) *probes {
+// loadProbes loads netdev (its flow table flowEntries long, 0: netdev's
+// default), tcp and softirq. A probe that fails to load is recorded in
+// status with its reason and left out; watch goes on with netlink counters
+// (and /proc/stat for softirq time).
+func loadProbes(tr *ifaces.Tracker, flowEntries uint32, log *slog.Logger) *probes {
 	ps := &probes{}
 	if err := loader.Check(log); err != nil {
 		ps.status = probeset.Off(err.Error())
 		return ps
 	}
 	ps.set = probeset.New(nil, true, log)
-	spec, err := netdev.Spec(netdev.Options{})
+	spec, err := netdev.Spec(netdev.Options{FlowEntries: flowEntries})
 	if l := ps.set.Load("netdev", spec, err); l != nil {
 		if r, err := netdev.NewReader(l); err == nil {
 			ps.netdev = netdev.NewSampler(r, tr.Scope)
@@ -51,6 +54,9 @@ func loadProbes(tr *ifaces.Tracker, log *slog.Logger) *probes {
 		}
 	}
 	ps.status = ps.set.Status
+	if ps.maps, err = ps.set.Maps(); err != nil {
+		log.Warn("manifest lists only some BPF maps", "err", err)
+	}
 	return ps
 }
 
@@ -83,4 +89,13 @@ func (ps *probes) Close() error {
 		return nil
 	}
 	return ps.set.Close()
+}
+
+// flowEntries returns the flow table size n asks for: netdev's default
+// for 0.
+func flowEntries(n uint32) uint32 {
+	if n == 0 {
+		return netdev.DefaultFlowEntries
+	}
+	return n
 }

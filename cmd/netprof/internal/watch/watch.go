@@ -39,7 +39,10 @@ type Config struct {
 	Duration   time.Duration    // 0: until ctx is cancelled (Ctrl-C)
 	Out        string           // run directory; "" records nothing
 	NoBPF      bool
-	TopFlows   int // default 3
+	// FlowEntries sizes the BPF flow table (0: netdev.DefaultFlowEntries);
+	// flows that find it full are counted as lost bytes, not dropped.
+	FlowEntries uint32
+	TopFlows    int // default 3
 	// Metrics, if set, receives every interval (see metrics.Exporter).
 	Metrics *metrics.Exporter
 	// W receives the live lines (default os.Stdout).
@@ -94,7 +97,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	res := &Result{Counted: sel.Counted()}
 	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !cfg.NoBPF {
-		ps = loadProbes(tr, log)
+		ps = loadProbes(tr, cfg.FlowEntries, log)
 	}
 	defer func() {
 		if err := ps.Close(); err != nil {
@@ -114,7 +117,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	rec := &loader.Recorder{Samplers: ps.samplers(tr, sampler), Period: cfg.Interval, Log: log}
 	var w *trace.Writer
 	if cfg.Out != "" {
-		if w, err = trace.Create(cfg.Out, manifest(cfg, ns.Netns, sel, ps.status)); err != nil {
+		m := manifest(cfg, ns.Netns, sel, ps.status)
+		m.Maps = ps.maps
+		if w, err = trace.Create(cfg.Out, m); err != nil {
 			return nil, fmt.Errorf("create trace: %w", err)
 		}
 		res.Dir, rec.Writer = cfg.Out, w
@@ -234,7 +239,7 @@ func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Pro
 		IntervalNs: cfg.Interval.Nanoseconds(), Probes: probes,
 		Config: map[string]any{"command": "watch", "interval_ns": cfg.Interval.Nanoseconds(),
 			"duration_ns": cfg.Duration.Nanoseconds(), "iface": cfg.Select.Names, "driver": cfg.Select.Drivers,
-			"no_bpf": cfg.NoBPF, "netns": netns}}
+			"no_bpf": cfg.NoBPF, "netns": netns, "flow_entries": flowEntries(cfg.FlowEntries)}}
 	for _, g := range sel.Groups {
 		for _, l := range g.Members {
 			role := "counted (" + string(g.Shape) + ")"

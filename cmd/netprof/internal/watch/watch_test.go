@@ -20,6 +20,7 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/internal/leakcheck"
 	"github.com/netprof/netprof/probes/ifaces"
+	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/testbed"
@@ -150,6 +151,7 @@ func TestWatchRenamePrometheusTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkFlowTable(t, run.Manifest, netdev.DefaultFlowEntries)
 	rows, err := run.Ifaces()
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +182,21 @@ func TestWatchRenamePrometheusTrace(t *testing.T) {
 	if n := got["netprof_intervals_total"].GetMetric(); len(n) != 1 || int(n[0].GetCounter().GetValue()) != res.Intervals {
 		t.Errorf("netprof_intervals_total %v, watch saw %d intervals", n, res.Intervals)
 	}
+}
+
+// checkFlowTable checks that the manifest lists the BPF flow table with
+// entries entries (and memlock), as loaded.
+func checkFlowTable(t *testing.T, m trace.Manifest, entries uint32) {
+	t.Helper()
+	for _, bm := range m.Maps {
+		if bm.Probe == "netdev" && bm.Name == "np_nd_flows" {
+			if bm.MaxEntries != entries || bm.MemlockBytes == nil {
+				t.Errorf("manifest flow table %+v: want %d entries and memlock", bm, entries)
+			}
+			return
+		}
+	}
+	t.Errorf("manifest maps %+v lack netdev's np_nd_flows", m.Maps)
 }
 
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
