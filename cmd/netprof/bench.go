@@ -78,6 +78,7 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 		&cli.BoolFlag{Name: "bpf-stats", Value: true, Usage: "kernel BPF run-time stats for the probes table (run count, ns/event); --bpf-stats=false saves their two clock reads (~40 ns) per program run", EnvVars: []string{"NETPROF_BPF_STATS"}},
 		&cli.BoolFlag{Name: "json", Usage: "print a JSON summary on stdout (decimal units, units in keys) instead of the text report", EnvVars: []string{"NETPROF_JSON"}},
+		flowEntriesFlag(),
 	}
 }
 
@@ -170,10 +171,13 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	cfg.IPv6 = c.Bool("ipv6")
 	cfg.BPFStats = c.Bool("bpf-stats")
 	cfg.Argv = os.Args
+	var err error
+	if cfg.FlowEntries, err = flowEntries(c); err != nil {
+		return cfg, err
+	}
 	if !c.Bool("quiet") {
 		cfg.Live = c.App.ErrWriter
 	}
-	var err error
 	if cfg.Probes, err = probeset.Parse(c.String("probes")); err != nil {
 		return cfg, fmt.Errorf("--probes: %w", err)
 	}

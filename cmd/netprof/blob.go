@@ -55,6 +55,7 @@ func blobFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON", EnvVars: []string{"NETPROF_JSON"}},
 		&cli.BoolFlag{Name: "no-bpf", Usage: "no BPF probes: the trace gets netlink interface counters and the blob rows only", EnvVars: []string{"NETPROF_NO_BPF"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
+		flowEntriesFlag(),
 	}
 }
 
@@ -199,7 +200,8 @@ func blobConfig(c *cli.Context, cmd string) (blobrun.Config, error) {
 		return cfg, err
 	}
 	cfg.Host = watch.HostConfig{Select: selector(c), LinkSpeeds: speeds, NoBPF: c.Bool("no-bpf")}
-	return cfg, nil
+	cfg.Host.FlowEntries, err = flowEntries(c)
+	return cfg, err
 }
 
 // parseSize parses a byte size flag ("" is 0).

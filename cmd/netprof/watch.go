@@ -33,6 +33,7 @@ func watchCommand(log *slog.Logger) *cli.Command {
 			&cli.BoolFlag{Name: "no-bpf", Usage: "netlink and /proc only; no BPF probes (no flows, no RTT)", EnvVars: []string{"NETPROF_NO_BPF"}},
 			&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) while watching", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 			&cli.IntFlag{Name: "top", Value: 3, Usage: "flows to show per interval", EnvVars: []string{"NETPROF_TOP"}},
+			flowEntriesFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -68,6 +69,9 @@ func watchConfig(c *cli.Context) (watch.Config, error) {
 		Select: selector(c), LinkSpeeds: speeds, Interval: c.Duration("interval"), Duration: c.Duration("duration"),
 		Out: c.String("out"), NoBPF: c.Bool("no-bpf"), TopFlows: c.Int("top"), W: c.App.Writer,
 		Argv: os.Args, ToolVersion: version,
+	}
+	if cfg.FlowEntries, err = flowEntries(c); err != nil {
+		return cfg, err
 	}
 	switch {
 	case cfg.Interval < 10*time.Millisecond:

@@ -38,7 +38,10 @@ type Config struct {
 	// there are more streams than ports), as `traffic serve --ports` does.
 	Port  int
 	Ports []int
-	// FlowEntries sizes the BPF flow table (LRU; evictions are recorded).
+	// FlowEntries sizes the BPF flow table, in flows (0: netdev's
+	// default; at most MaxFlowEntries). It is not LRU: flows that find it
+	// full are counted as lost bytes and packets (probes.parquet's
+	// map:netdev rows), which the report notes.
 	FlowEntries uint32
 	// BPFStats turns on the kernel's BPF run-time statistics for the run
 	// (the probes table's run_count and run_time_ns; 0 without it). On by
@@ -96,6 +99,10 @@ type Config struct {
 	Argv []string
 }
 
+// MaxFlowEntries is the largest flow table Validate accepts: 4 Mi flows,
+// about 700 MB of kernel memory (some 170 bytes each).
+const MaxFlowEntries = 1 << 22
+
 // DefaultPeerPort is the control port of a peer given without one (the
 // default of `netprof traffic serve --listen`).
 const DefaultPeerPort = 5000
@@ -137,6 +144,9 @@ func (c Config) Validate() error {
 		if p < 1 || p > 65535 {
 			errs = append(errs, fmt.Errorf("invalid port %d: must be 1..65535", p))
 		}
+	}
+	if c.FlowEntries > MaxFlowEntries {
+		errs = append(errs, fmt.Errorf("invalid flow entries %d: must be 1..%d", c.FlowEntries, MaxFlowEntries))
 	}
 	if c.LinkSpeedBps < 0 || c.ExpectRTT < 0 {
 		errs = append(errs, fmt.Errorf("invalid link speed %g bit/s or expected RTT %v: must not be negative", c.LinkSpeedBps, c.ExpectRTT))
