@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/internal/cpulist"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/trace"
@@ -170,15 +171,33 @@ func checkIfaces(t *testing.T, run *trace.Run) {
 	t.Logf("%s: bpf_rx_bytes %d, netlink rx_bytes %d", recvIf, bpf, nl)
 }
 
-// No CPU spends more than the interval in softirq, and NET_RX ran at all.
+// No CPU spends more than the interval in softirq, and NET_RX ran at all;
+// the manifest counts the machine's CPUs (sysfs, not this process's
+// affinity) and only online CPUs have rows (per-CPU maps hold every
+// possible one).
 func checkCPUs(t *testing.T, run *trace.Run) {
 	t.Helper()
 	rows, err := run.CPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
+	online, err := cpulist.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	possible, err := cpulist.Possible()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := run.Manifest; m.CPUCount != len(online) || m.CPUsOnline != online.String() || m.CPUsPossible != possible.String() {
+		t.Errorf("manifest cpu_count %d, cpus_online %q, cpus_possible %q; sysfs says %d, %q, %q",
+			m.CPUCount, m.CPUsOnline, m.CPUsPossible, len(online), online, possible)
+	}
 	var total uint64
 	for _, r := range rows {
+		if !online.Contains(int(r.CPU)) {
+			t.Fatalf("a cpus row for CPU %d, which is not online (%s of possible %s)", r.CPU, online, possible)
+		}
 		if r.NetRxSoftirqNs > uint64(r.IntervalNs) || r.NetTxSoftirqNs > uint64(r.IntervalNs) {
 			t.Errorf("cpu %d at %v: softirq rx %d / tx %d ns > interval %d ns", r.CPU, r.Time, r.NetRxSoftirqNs, r.NetTxSoftirqNs, r.IntervalNs)
 		}
