@@ -32,6 +32,7 @@ type sources struct {
 	flows   source[*flowBatch]
 	traffic source[trace.TrafficRow]
 	blob    source[BlobRow]
+	probes  source[trace.ProbeRow]
 }
 
 // Tables are a run's rows in memory, for BuildTables.
@@ -43,6 +44,9 @@ type Tables struct {
 	// Blob are traffic rows with the blob columns (requests, http_503,
 	// http_500, http_other_errors); empty for TCP-only runs.
 	Blob []BlobRow
+	// Probes are probes.parquet rows; only the map rows ("map:netdev",
+	// "map:tcp") are read.
+	Probes []trace.ProbeRow
 }
 
 // Build computes a Report from a run's manifest and table rows with default
@@ -58,7 +62,7 @@ func Build(m trace.Manifest, ifaces []trace.IfaceRow, cpus []trace.CPURow,
 func BuildTables(m trace.Manifest, t Tables, opts Options) (*Report, error) {
 	return build(m, sources{
 		ifaces: sliceSource(t.Ifaces), cpus: sliceSource(t.CPUs), flows: rowFlows(sliceSource(t.Flows)),
-		traffic: sliceSource(t.Traffic), blob: sliceSource(t.Blob),
+		traffic: sliceSource(t.Traffic), blob: sliceSource(t.Blob), probes: sliceSource(t.Probes),
 	}, opts)
 }
 
@@ -75,6 +79,7 @@ type builder struct {
 	cpu     cpuAcc
 	flows   flowAcc
 	blob    blobAcc
+	maps    mapAcc
 }
 
 // build runs the phases: traffic and ifaces first (they define the
@@ -123,7 +128,7 @@ func (b *builder) scanPhase1(src sources) error {
 	return b.scanIfaces(src.ifaces)
 }
 
-// scanPhase2 reads cpus, flows and blob rows.
+// scanPhase2 reads cpus, flows, blob rows and the probes table's map rows.
 func (b *builder) scanPhase2(src sources) error {
 	b.cpu.init(b)
 	if err := scanTable(b, trace.CPUsFile, src.cpus, b.cpu.add(b)); err != nil {
@@ -133,7 +138,10 @@ func (b *builder) scanPhase2(src sources) error {
 	if err := scanTable(b, trace.FlowsFile, src.flows, b.flows.add(b)); err != nil {
 		return err
 	}
-	return scanTable(b, "traffic.parquet (blob columns)", src.blob, b.blob.add(b))
+	if err := scanTable(b, "traffic.parquet (blob columns)", src.blob, b.blob.add(b)); err != nil {
+		return err
+	}
+	return scanTable(b, trace.ProbesFile, src.probes, b.maps.add(b))
 }
 
 // scanTable feeds src to fn; a missing table reads as empty with a note.
@@ -201,6 +209,7 @@ func (b *builder) finish() {
 	b.cpu.finish(b)
 	b.flows.finish(b)
 	b.blob.finish(b)
+	b.maps.finish(b)
 	b.retransmits()
 	b.gaps()
 	b.bdp()

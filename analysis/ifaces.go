@@ -86,6 +86,7 @@ func (b *builder) scanIfaces(src source[trace.IfaceRow]) error {
 		for i := range rows {
 			x := &rows[i]
 			b.rows.add(x.Time, x.IntervalNs)
+			b.maps.iface(x)
 			k := ifaceKey{x.Ifname, x.Netns}
 			t := totals[k]
 			totals[k] = [2]uint64{t[0] + x.RxBytes, t[1] + x.TxBytes}

@@ -31,10 +31,14 @@ type JSONReport struct {
 	Flows           []JSONFlow      `json:"flows"`
 	BDP             JSONBDP         `json:"bdp"`
 	Retransmits     JSONRetransmits `json:"retransmits"`
-	Verdicts        []JSONVerdict   `json:"verdicts"`
-	FiredVerdicts   []string        `json:"fired_verdicts"`
-	Notes           []string        `json:"notes"`
-	PrimaryCounter  string          `json:"primary_counter"`
+	// FlowTable and SocketTable are the BPF flow and TCP socket tables
+	// over the run; null when the trace has no rows of them.
+	FlowTable      *JSONFlowTable   `json:"flow_table"`
+	SocketTable    *JSONSocketTable `json:"tcp_socket_table"`
+	Verdicts       []JSONVerdict    `json:"verdicts"`
+	FiredVerdicts  []string         `json:"fired_verdicts"`
+	Notes          []string         `json:"notes"`
+	PrimaryCounter string           `json:"primary_counter"`
 }
 
 // JSONThroughput holds both directions.

@@ -25,6 +25,7 @@ func (r *Report) JSON() JSONReport {
 		out.HostCPU = &JSONHostCPU{BusyPct: 100 * h.Busy, SoftirqPct: 100 * h.Softirq, CPUs: h.CPUs, TotalNs: h.TotalNs}
 	}
 	out.RTT = jsonRTT(r.RTT)
+	out.FlowTable, out.SocketTable = jsonFlowTable(r.FlowTable), jsonSocketTable(r.SocketTable)
 	bytesOff, retxOff := r.FlowBytesOff() != "", r.FlowRetxOff() != ""
 	for _, p := range r.Peers {
 		out.Peers = append(out.Peers, JSONPeer{Peer: p.Peer, Flows: p.Flows, TxBytes: optU64(p.TxBytes, bytesOff),

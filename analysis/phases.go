@@ -77,6 +77,7 @@ func (p *Phases) filter(src sources) sources {
 	src.flows = keepFlows(src.flows, p.keep)
 	src.traffic = keepRows(src.traffic, func(x *trace.TrafficRow) bool { return p.keep(x.Time, x.IntervalNs) })
 	src.blob = keepRows(src.blob, func(x *BlobRow) bool { return p.keep(x.Time, x.IntervalNs) })
+	src.probes = keepRows(src.probes, func(x *trace.ProbeRow) bool { return p.keep(x.Time, x.IntervalNs) })
 	return src
 }
 

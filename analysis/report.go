@@ -288,6 +288,13 @@ type Report struct {
 	// Blob summarises HTTP 503s of blob rows; nil without blob rows.
 	Blob *BlobSummary
 
+	// FlowTable is the netdev probe's flow table (np_nd_flows) over the
+	// run, from probes.parquet's "map:netdev" rows; SocketTable the tcp
+	// probe's socket table (np_tcp_socks, "map:tcp" rows). nil when the
+	// trace has no such rows (older traces, probe not loaded). Notes says
+	// when either was full.
+	FlowTable, SocketTable *MapTable
+
 	// Phases is set when traffic rows mark warm-up or cool-down intervals:
 	// every figure then covers the measured window only.
 	Phases *Phases

@@ -24,6 +24,7 @@ func Analyze(run *trace.Run, opts Options) (*Report, error) {
 		flows:   columnFlows(run),
 		traffic: structSource[trace.TrafficRow](run, trace.TrafficFile),
 		blob:    structSource[BlobRow](run, trace.TrafficFile),
+		probes:  structSource[trace.ProbeRow](run, trace.ProbesFile),
 	}, opts)
 }
 
@@ -37,6 +38,7 @@ func runSources(run *trace.Run) sources {
 		flows:   rowFlows(pipelined(runSource[trace.FlowRow](run, trace.FlowsFile))),
 		traffic: runSource[trace.TrafficRow](run, trace.TrafficFile),
 		blob:    runSource[BlobRow](run, trace.TrafficFile),
+		probes:  runSource[trace.ProbeRow](run, trace.ProbesFile),
 	}
 }
 
