@@ -3,13 +3,12 @@ package netdev
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/netprof/netprof/internal/cpulist"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,9 +50,9 @@ func (f *flusher) flushAll() error {
 }
 
 func (f *flusher) flushPinned() error {
-	online, err := onlineCPUs()
+	online, err := cpulist.Online()
 	if err != nil {
-		return err
+		return fmt.Errorf("netdev cache flush: %w", err)
 	}
 	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
@@ -107,38 +106,4 @@ func (f *flusher) flushCPU(cpu int) error {
 		}
 	}
 	return fmt.Errorf("%w: cpu %d after %d tries", errBusy, cpu, flushTries)
-}
-
-// onlineCPUs returns the online CPUs (/sys/devices/system/cpu/online,
-// e.g. "0-3,5").
-func onlineCPUs() ([]int, error) {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return nil, fmt.Errorf("online cpus: %w", err)
-	}
-	return parseCPUList(strings.TrimSpace(string(b)))
-}
-
-func parseCPUList(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("cpu list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }
