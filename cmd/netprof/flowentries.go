@@ -13,7 +13,7 @@ import (
 // size of the BPF flow table (netdev's np_nd_flows), in flows.
 func flowEntriesFlag() cli.Flag {
 	return &cli.Int64Flag{Name: "flow-entries", Value: netdev.DefaultFlowEntries,
-		Usage: fmt.Sprintf("size of the BPF flow table, in flows (1..%d; about 170 bytes of kernel memory each, shared by all CPUs). "+
+		Usage: fmt.Sprintf("size of the BPF flow table, in flows (1..%d; about 185 bytes of kernel memory each (memlock), shared by all CPUs). "+
 			"A flow that finds it full is not dropped silently: its bytes and packets are counted as lost "+
 			"(probes.parquet map_lost_bytes; the report says how much and suggests a size)", bench.MaxFlowEntries),
 		EnvVars: []string{"NETPROF_FLOW_ENTRIES"}}

@@ -34,7 +34,7 @@ func TestFlowEntriesFlag(t *testing.T) {
 	}
 	for _, c := range []string{"bench", "watch"} {
 		_, help, _ := runBin(t, bin, nil, c, "--help")
-		for _, w := range []string{"--flow-entries value", "about 170 bytes of kernel memory each", "counted as lost", "(default: 16384)", "$NETPROF_FLOW_ENTRIES"} {
+		for _, w := range []string{"--flow-entries value", "about 185 bytes of kernel memory each", "counted as lost", "(default: 16384)", "$NETPROF_FLOW_ENTRIES"} {
 			if !strings.Contains(help, w) {
 				t.Errorf("%s --help lacks %q", c, w)
 			}

@@ -100,7 +100,8 @@ type Config struct {
 }
 
 // MaxFlowEntries is the largest flow table Validate accepts: 4 Mi flows,
-// about 700 MB of kernel memory (some 170 bytes each).
+// about 770 MB of kernel memory (the kernel charges some 185 bytes each:
+// the manifest's maps give its memlock figure).
 const MaxFlowEntries = 1 << 22
 
 // DefaultPeerPort is the control port of a peer given without one (the
