@@ -28,7 +28,7 @@ import (
 // Options tunes the probe.
 type Options struct {
 	// FlowEntries is the size of the flow table (default 16384, about
-	// 170 bytes each). When it is full, new flows are counted only as lost
+	// 185 bytes of kernel memory each). When it is full, new flows are counted only as lost
 	// bytes and packets (CPUCounts.FlowLost).
 	FlowEntries uint32
 }
