@@ -4,13 +4,28 @@ package netdev
 type Delta struct {
 	// Ifaces holds every interface of cur, with its change since prev.
 	Ifaces map[IfaceKey]Counts
-	// Flows holds the flows that moved at least one packet.
-	Flows map[FlowKey]Counts
+	// Flows holds the flows that moved at least one packet, in no order.
+	Flows []FlowDelta
 	// CPUs is per CPU (index = CPU number).
 	CPUs []CPUCounts
 	// FlowsDeleted counts idle flows the reader deleted in between (their
 	// totals were read before; nothing of them is lost).
 	FlowsDeleted uint64
+}
+
+// FlowDelta is one flow's change between two snapshots.
+type FlowDelta struct {
+	Key FlowKey
+	Counts
+}
+
+// FlowMap returns d.Flows by key.
+func (d Delta) FlowMap() map[FlowKey]Counts {
+	m := make(map[FlowKey]Counts, len(d.Flows))
+	for _, f := range d.Flows {
+		m[f.Key] = f.Counts
+	}
+	return m
 }
 
 // Diff returns cur − prev. A key absent from prev counts from zero (it was
@@ -21,13 +36,13 @@ func Diff(prev, cur *Snapshot) Delta {
 	if prev == nil {
 		prev = &Snapshot{}
 	}
-	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(cur.Ifaces)), Flows: make(map[FlowKey]Counts, len(cur.Flows))}
+	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(cur.Ifaces)), Flows: make([]FlowDelta, 0, len(cur.Flows))}
 	for k, c := range cur.Ifaces {
 		d.Ifaces[k] = c.sub(prev.Ifaces[k])
 	}
 	for k, c := range cur.Flows {
 		if dc := c.sub(prev.Flows[k]); dc != (Counts{}) {
-			d.Flows[k] = dc
+			d.Flows = append(d.Flows, FlowDelta{Key: decodeFlowKey(&k), Counts: dc})
 		}
 	}
 	d.FlowsDeleted = cur.FlowsDeleted - min(prev.FlowsDeleted, cur.FlowsDeleted)

@@ -64,9 +64,9 @@ func testFullTable(t *testing.T, cache bool) {
 	}
 	aKey := IfaceKey{Netns: a.NetnsInode(), Ifindex: uint32(a.Ifindex())}
 	var inFlows, lost, others uint64
-	for k, c := range d.Flows {
-		if k.IfaceKey == aKey {
-			inFlows += c.Tx.Bytes
+	for _, f := range d.Flows {
+		if f.Key.IfaceKey == aKey {
+			inFlows += f.Tx.Bytes
 		}
 	}
 	for _, c := range d.CPUs {

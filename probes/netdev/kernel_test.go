@@ -97,13 +97,14 @@ func testManyFlows(t *testing.T, cache bool) {
 	time.Sleep(50 * time.Millisecond)
 	after, linkAfter := quietRead(t, r, a)
 	d := Diff(before, after)
+	byKey := d.FlowMap()
 	frame := uint64(14 + 20 + 8 + payload)
 	var bad int
 	for _, c := range conns {
 		local, remote := c.LocalAddr().(*net.UDPAddr).AddrPort(), c.RemoteAddr().(*net.UDPAddr).AddrPort()
-		tx := d.Flows[FlowKey{IfaceKey: IfaceKey{Netns: a.NetnsInode(), Ifindex: uint32(a.Ifindex())},
+		tx := byKey[FlowKey{IfaceKey: IfaceKey{Netns: a.NetnsInode(), Ifindex: uint32(a.Ifindex())},
 			Family: 4, Proto: 17, Local: addrPort4(local), Remote: addrPort4(remote)}].Tx
-		rx := d.Flows[FlowKey{IfaceKey: IfaceKey{Netns: b.NetnsInode(), Ifindex: uint32(b.Ifindex())},
+		rx := byKey[FlowKey{IfaceKey: IfaceKey{Netns: b.NetnsInode(), Ifindex: uint32(b.Ifindex())},
 			Family: 4, Proto: 17, Local: addrPort4(remote), Remote: addrPort4(local)}].Rx
 		want := DirCounts{Bytes: rounds * frame, Packets: rounds, Skbs: rounds, WireBytes: rounds * frame}
 		if tx != want || rx != want {

@@ -48,11 +48,14 @@ type CPUCounts struct {
 	FlowLost, IfaceLost Counts
 }
 
-// Snapshot is one read of every map: running totals summed over CPUs for
-// interfaces and flows, per CPU (index = CPU number) for CPUs.
+// Snapshot is one read of every map: running totals of interfaces and
+// flows, per CPU (index = CPU number) for CPUs.
 type Snapshot struct {
 	Ifaces map[IfaceKey]Counts
-	Flows  map[FlowKey]Counts
+	// Flows are keyed by the kernel's key as read (decoding it costs more
+	// than the rest of a read with thousands of flows; Diff decodes the
+	// keys of the flows that moved).
+	Flows map[bpf.NetdevNpFlowKey]Counts
 	CPUs   []CPUCounts
 	// FlowsDeleted counts idle flows Read deleted from the table so far
 	// (running total; they are not in Flows).
@@ -128,7 +131,7 @@ func (r *Reader) Read() (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	s := &Snapshot{Ifaces: map[IfaceKey]Counts{}, Flows: make(map[FlowKey]Counts, r.lastFlows)}
+	s := &Snapshot{Ifaces: map[IfaceKey]Counts{}, Flows: make(map[bpf.NetdevNpFlowKey]Counts, r.lastFlows)}
 	err := bpfmap.ReadAll(r.ifaces, func(ik *bpf.NetdevNpIfaceKey, iv *bpf.NetdevNpIfaceVal) {
 		s.Ifaces[IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}] = counts((*bpf.NetdevNpFlowVal)(iv))
 	})
@@ -156,7 +159,7 @@ func (r *Reader) Read() (*Snapshot, error) {
 // readFlows reads the shared flow table into s, then deletes idle flows.
 func (r *Reader) readFlows(s *Snapshot) error {
 	err := bpfmap.ReadAll(r.flows, func(fk *bpf.NetdevNpFlowKey, fv *bpf.NetdevNpFlowVal) {
-		s.Flows[decodeFlowKey(fk)] = counts(fv)
+		s.Flows[*fk] = counts(fv)
 		r.gc.Seen(*fk, fv.Rx.Skbs^fv.Tx.Skbs<<32^fv.Rx.Bytes^fv.Tx.Bytes)
 	})
 	if err != nil {
@@ -167,7 +170,7 @@ func (r *Reader) readFlows(s *Snapshot) error {
 	r.deleted += uint64(len(gone))
 	s.FlowsDeleted = r.deleted
 	for i := range gone {
-		delete(s.Flows, decodeFlowKey(&gone[i]))
+		delete(s.Flows, gone[i])
 	}
 	if err != nil {
 		return fmt.Errorf("delete idle flows: %w", err)

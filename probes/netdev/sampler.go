@@ -63,7 +63,8 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 		row.BpfRxWireBytes, row.BpfTxWireBytes = ptr(c.Rx.WireBytes), ptr(c.Tx.WireBytes)
 	}
 	iv.Flows = slices.Grow(iv.Flows, len(d.Flows))
-	for k, c := range d.Flows {
+	for _, f := range d.Flows {
+		k, c := f.Key, f.Counts
 		name, ok := "", true
 		if s.scope != nil {
 			name, ok = s.scope(k.Netns, k.Ifindex)
