@@ -56,7 +56,7 @@ type Snapshot struct {
 	// than the rest of a read with thousands of flows; Diff decodes the
 	// keys of the flows that moved).
 	Flows map[bpf.NetdevNpFlowKey]Counts
-	CPUs   []CPUCounts
+	CPUs  []CPUCounts
 	// FlowsDeleted counts idle flows Read deleted from the table so far
 	// (running total; they are not in Flows).
 	FlowsDeleted uint64
