@@ -13,8 +13,9 @@ import (
 )
 
 // guestModules are the modules the guest loads at boot: the link types,
-// qdiscs, classifiers and actions netprof's tests create, and the netlink
-// families vishvananda/netlink's default handle opens. Dependencies are
+// qdiscs, classifiers and actions netprof's tests create, the netlink
+// families vishvananda/netlink's default handle opens, and sock_diag for ss
+// (without it ss falls back to /proc and shows no TCP_INFO). Dependencies are
 // added from each module's modinfo. Modules built into a kernel are skipped
 // for it. The guest's /sbin/modprobe can autoload any of them again.
 var guestModules = []string{
@@ -22,6 +23,7 @@ var guestModules = []string{
 	"sch_htb", "sch_netem", "sch_tbf", "sch_prio", "sch_ingress", "sch_fq",
 	"cls_u32", "act_mirred",
 	"xfrm_user", "nfnetlink",
+	"inet_diag", "tcp_diag", "udp_diag", "raw_diag", "unix_diag",
 	"tcp_bbr",
 }
 
