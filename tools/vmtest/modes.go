@@ -82,8 +82,12 @@ func testTimeoutArg(args []string) (time.Duration, bool) {
 	return 0, false
 }
 
-// logRun says what the guest was (kernel, CPUs) and how long it took.
+// logRun says what the guest was (kernel, CPUs) and how long it took, if
+// it booted.
 func logRun(log *slog.Logger, c config, r Run) {
+	if r.Release == "" {
+		return
+	}
 	attrs := []any{"kernel", c.Kernel, "release", r.Release, "possible", r.Possible, "online", r.Online,
 		"boot", r.Boot.Round(100 * time.Millisecond)}
 	for _, j := range r.Jobs {
