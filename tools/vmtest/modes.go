@@ -40,6 +40,10 @@ func runProgram(ctx context.Context, log *slog.Logger, c config, stdout io.Write
 		log.Error("vmtest: the VM failed", "kernel", c.Kernel, "err", err)
 		return 1
 	}
+	if !r.Jobs[0].Finished {
+		log.Error("vmtest: the program's exit status never came back", "kernel", c.Kernel)
+		return 1
+	}
 	return r.Jobs[0].Code
 }
 
