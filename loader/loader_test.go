@@ -47,8 +47,57 @@ func specs(t *testing.T) []loader.Spec {
 		}},
 		{Probe: "tcp", Collection: tc, Programs: []loader.Program{
 			{Name: bpf.TcpProgNpTcpProbe, Hook: "tcp:tcp_probe"},
-			{Name: bpf.TcpProgNpTcpRetrans, Hook: "tcp:tcp_retransmit_skb"},
+			{Name: bpf.TcpProgNpTcpRetrans, Object: retransObject(t), Hook: "tcp:tcp_retransmit_skb"},
 		}},
+	}
+}
+
+// retransObject is the tcp_retransmit_skb program that fits this kernel:
+// np_tcp_retrans reads the err argument recent kernels pass,
+// np_tcp_rtx_ok is the two-argument form (6.1, 6.12).
+func retransObject(t *testing.T) string {
+	t.Helper()
+	n, err := loader.TracepointArgs("tcp_retransmit_skb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n >= 3 {
+		return bpf.TcpProgNpTcpRetrans
+	}
+	return bpf.TcpProgNpTcpRtxOk
+}
+
+// Both forms of the retransmit program: the two-argument one loads on
+// every kernel; the one reading err loads exactly where the tracepoint's
+// BTF has a third argument, and elsewhere fails with the verifier's reason
+// (which is why Program.Object picks by TracepointArgs).
+func TestRetransmitVariants(t *testing.T) {
+	requireBPF(t)
+	n, err := loader.TracepointArgs("tcp_retransmit_skb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Fatalf("tcp_retransmit_skb has %d arguments, want at least sk and skb", n)
+	}
+	if n, err := loader.TracepointArgs("netif_receive_skb"); err != nil || n != 1 {
+		t.Fatalf("netif_receive_skb: %d arguments, %v; want 1 (skb)", n, err)
+	}
+	tc, err := bpf.LoadTcp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []string{bpf.TcpProgNpTcpRtxOk, bpf.TcpProgNpTcpRetrans} {
+		l, err := loader.Load(loader.Spec{Probe: "tcp", Collection: tc, Programs: []loader.Program{
+			{Name: obj, Hook: "tcp:tcp_retransmit_skb"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := obj == bpf.TcpProgNpTcpRtxOk || n >= 3
+		if got := l.Attached() == 1; got != want {
+			t.Errorf("%s with %d tracepoint arguments: attached %v, want %v (%+v)", obj, n, got, want, l.Status)
+		}
+		l.Close()
 	}
 }
 

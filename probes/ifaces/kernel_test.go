@@ -237,7 +237,15 @@ func TestTrackerRenameAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Linux < 6.2 renames only a link that is down (EBUSY otherwise),
+	// as udev does before bringing it up.
+	if err := ns.Handle.LinkSetDown(veth); err != nil {
+		t.Fatal(err)
+	}
 	if err := ns.Handle.LinkSetName(veth, "uplink0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Handle.LinkSetUp(veth); err != nil {
 		t.Fatal(err)
 	}
 	mv, err := ns.Handle.LinkByIndex(mvIndex)
