@@ -44,7 +44,7 @@ test-kernels: ## kernel tests on Debian 6.1 (240 possible CPUs) and 6.12 in QEMU
 			NETPROF_REQUIRE_KERNEL_TESTS=1 $(GO) test -count=1 -timeout 20m -run '$(KERNEL_BENCH_RUN)' ./cmd/netprof/internal/bench; \
 		else \
 			possible=0; if [ $$k = 6.1 ]; then possible=240; fi; \
-			NETPROF_REQUIRE_KERNEL_TESTS=1 $(GO) run ./tools/vmtest -test -kernel $$k -possible $$possible $(VMTEST_FLAGS) \
+			NETPROF_REQUIRE_KERNEL_TESTS=1 NETPROF_REQUIRE_NETEM=1 $(GO) run ./tools/vmtest -test -kernel $$k -possible $$possible $(VMTEST_FLAGS) \
 				-pkg-run ./cmd/netprof/internal/bench='$(KERNEL_BENCH_RUN)' $(KERNEL_TEST_PKGS) -- -test.skip='$(VMTEST_SKIP)'; \
 		fi || { rc=1; echo "== kernel $$k: FAIL"; }; \
 	done; exit $$rc
