@@ -20,6 +20,7 @@ import (
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/softirq"
+	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -253,6 +254,7 @@ func TestSoftirqVsTracefs(t *testing.T) {
 		p.count[vecNetRx] += r.NetRxSoftirqCount
 		p.count[vecNetTx] += r.NetTxSoftirqCount
 	}
+	skew := callbackSkewNs(t, run)
 	var rxTotal uint64
 	for _, cpu := range tf.cpus(t) {
 		want := tf.totals(t, cpu, w0, w1)
@@ -265,7 +267,12 @@ func TestSoftirqVsTracefs(t *testing.T) {
 			name string
 		}{{vecNetRx, "NET_RX"}, {vecNetTx, "NET_TX"}} {
 			g, w := float64(got.ns[v.vec]), float64(want.ns[v.vec])
-			tol := max(softirqTolerance*w, softirqFloorNs)
+			// The probe and tracefs take their timestamps in different
+			// callbacks of the same tracepoints: per softirq they may
+			// differ by up to what the probe's own programs take (~0.2
+			// µs here, ~5 µs under QEMU's emulation, where that exceeds
+			// 5%: 6.6% seen on 6.1 with the counts equal).
+			tol := max(softirqTolerance*w, softirqFloorNs, float64(want.count[v.vec])*skew)
 			t.Logf("cpu%d %s: probe %9.3f ms (%6d) tracefs %9.3f ms (%6d): %+.2f%% (%+.3f ms)", cpu, v.name,
 				g/1e6, got.count[v.vec], w/1e6, want.count[v.vec], 100*(g-w)/max(w, 1), (g-w)/1e6)
 			if math.Abs(g-w) > tol {
@@ -277,6 +284,33 @@ func TestSoftirqVsTracefs(t *testing.T) {
 	if rxTotal < 10*softirqFloorNs {
 		t.Fatalf("only %.1f ms of NET_RX in the run: too little to compare", float64(rxTotal)/1e6)
 	}
+}
+
+// callbackSkewNs returns the mean run time of np_si_entry plus np_si_exit
+// over the run (probes.parquet; bench turns BPF statistics on).
+func callbackSkewNs(t *testing.T, run *trace.Run) float64 {
+	t.Helper()
+	rows, err := run.Probes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns, n [2]uint64
+	for _, r := range rows {
+		for i, name := range []string{"np_si_entry", "np_si_exit"} {
+			if r.Program == name {
+				ns[i] += r.RunTimeNs
+				n[i] += r.RunCount
+			}
+		}
+	}
+	var skew float64
+	for i := range ns {
+		if n[i] > 0 {
+			skew += float64(ns[i]) / float64(n[i])
+		}
+	}
+	t.Logf("softirq programs: %.0f ns per entry+exit (allowed per softirq between the probe's and tracefs's clocks)", skew)
+	return skew
 }
 
 // maxSoftirqNs bounds one softirq run: net_rx_action stops after
