@@ -268,11 +268,14 @@ func TestSoftirqVsTracefs(t *testing.T) {
 		}{{vecNetRx, "NET_RX"}, {vecNetTx, "NET_TX"}} {
 			g, w := float64(got.ns[v.vec]), float64(want.ns[v.vec])
 			// The probe and tracefs take their timestamps in different
-			// callbacks of the same tracepoints: per softirq they may
-			// differ by up to what the probe's own programs take (~0.2
-			// µs here, ~5 µs under QEMU's emulation, where that exceeds
-			// 5%: 6.6% seen on 6.1 with the counts equal).
-			tol := max(softirqTolerance*w, softirqFloorNs, float64(want.count[v.vec])*skew)
+			// callbacks of the same tracepoints: at each end of a softirq
+			// one callback runs between the two clock reads, one of the
+			// probe's programs or tracefs's event write (taken to cost as
+			// much). So per softirq they may differ by up to twice the
+			// probe's entry+exit run time: ~0.4 µs here, several µs
+			// under QEMU's emulation, where that exceeds 5% (counts
+			// equal, time 6.5% apart seen on 6.1 and 6.12).
+			tol := max(softirqTolerance*w, softirqFloorNs, 2*float64(want.count[v.vec])*skew)
 			t.Logf("cpu%d %s: probe %9.3f ms (%6d) tracefs %9.3f ms (%6d): %+.2f%% (%+.3f ms)", cpu, v.name,
 				g/1e6, got.count[v.vec], w/1e6, want.count[v.vec], 100*(g-w)/max(w, 1), (g-w)/1e6)
 			if math.Abs(g-w) > tol {
