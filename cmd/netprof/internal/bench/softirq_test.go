@@ -312,7 +312,7 @@ func callbackSkewNs(t *testing.T, run *trace.Run) float64 {
 			skew += float64(ns[i]) / float64(n[i])
 		}
 	}
-	t.Logf("softirq programs: %.0f ns per entry+exit (allowed per softirq between the probe's and tracefs's clocks)", skew)
+	t.Logf("softirq programs: %.0f ns per entry+exit (twice that allowed per softirq between the probe's and tracefs's clocks)", skew)
 	return skew
 }
 
