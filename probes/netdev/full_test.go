@@ -1,10 +1,7 @@
 package netdev
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -30,26 +27,9 @@ func testFullTable(t *testing.T, cache bool) {
 	r := loadSized(t, cache, entries)
 	bed := testbedtest.New(t, testbed.Options{})
 	a, b := bed.A(), bed.B()
-	udpSinks(t, b, 21000, flows)
-	var conns []net.Conn
-	for i := range flows {
-		c, err := a.Dial(context.Background(), "udp", netip.AddrPortFrom(b.Addr, uint16(21000+i)).String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
+	conns := udpFlows(t, a, b, 21000, flows)
 	before, linkBefore := quietRead(t, r, a)
-	msg := make([]byte, payload)
-	for range rounds {
-		for _, c := range conns {
-			if _, err := c.Write(msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	sendRounds(t, conns, rounds, payload)
 	time.Sleep(50 * time.Millisecond)
 	after, linkAfter := quietRead(t, r, a)
 	d := Diff(before, after)

@@ -74,26 +74,9 @@ func testManyFlows(t *testing.T, cache bool) {
 	r := load(t, cache)
 	bed := testbedtest.New(t, testbed.Options{})
 	a, b := bed.A(), bed.B()
-	udpSinks(t, b, 20000, flows)
-	var conns []net.Conn
-	for i := range flows {
-		c, err := a.Dial(context.Background(), "udp", netip.AddrPortFrom(b.Addr, uint16(20000+i)).String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
+	conns := udpFlows(t, a, b, 20000, flows)
 	before, linkBefore := quietRead(t, r, a)
-	msg := make([]byte, payload)
-	for range rounds {
-		for _, c := range conns {
-			if _, err := c.Write(msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(2 * time.Millisecond) // stay far below the receive backlog
-	}
+	sendRounds(t, conns, rounds, payload)
 	time.Sleep(50 * time.Millisecond)
 	after, linkAfter := quietRead(t, r, a)
 	d := Diff(before, after)
@@ -129,6 +112,38 @@ func testManyFlows(t *testing.T, cache bool) {
 	}
 	if lost != (Counts{}) || d.FlowsDeleted != 0 {
 		t.Errorf("lost %+v, %d flows deleted", lost, d.FlowsDeleted)
+	}
+}
+
+// udpFlows opens n UDP flows from a to b's ports first..first+n-1, with a
+// receiver on each.
+func udpFlows(t *testing.T, a, b *testbed.Host, first, n int) []net.Conn {
+	t.Helper()
+	udpSinks(t, b, first, n)
+	conns := make([]net.Conn, 0, n)
+	for i := range n {
+		c, err := a.Dial(context.Background(), "udp", netip.AddrPortFrom(b.Addr, uint16(first+i)).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// sendRounds sends one payload-byte datagram on every conn, rounds times,
+// pausing between rounds to stay far below the receive backlog.
+func sendRounds(t *testing.T, conns []net.Conn, rounds, payload int) {
+	t.Helper()
+	msg := make([]byte, payload)
+	for range rounds {
+		for _, c := range conns {
+			if _, err := c.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

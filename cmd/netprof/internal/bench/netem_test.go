@@ -76,13 +76,14 @@ func TestProbeRTTThroughNetem(t *testing.T) {
 }
 
 // ssDuring runs run while polling `ss -ti` on the sender every 500 ms, and
-// returns the last answer that found the run's streams.
-func ssDuring(t *testing.T, bed *testbed.Bed, cfg Config, run func()) ([]float64, error) {
+// returns the last answer that found the run's streams. The poller stops
+// also when run ends the test (t.Fatal).
+func ssDuring(t *testing.T, bed *testbed.Bed, cfg Config, run func()) (ss []float64, ssErr error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var ss []float64
-	var ssErr error
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
 	wg.Go(func() {
 		for {
 			select {

@@ -137,33 +137,13 @@ func TestProbeRTTThroughDelayLine(t *testing.T) {
 			}
 			before := dialTimes(t, bed, 20)
 
-			// ss -ti in the sender's namespace during the run.
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var ss []float64
-			var ssErr error
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				// Poll while the run lasts; keep the last answer that
-				// found the streams.
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(500 * time.Millisecond):
-					}
-					v, err := ssMinRTTs(ctx, bed.A(), bed.B().Addr.String(), cfg.Port)
-					if len(v) > 0 || ss == nil {
-						ss, ssErr = v, err
-					}
+			var res *Result
+			ss, ssErr := ssDuring(t, bed, cfg, func() {
+				var err error
+				if res, err = runOnBed(context.Background(), cfg, "test", bed, nil); err != nil {
+					t.Fatalf("bench: %v", err)
 				}
 			})
-			res, err := runOnBed(context.Background(), cfg, "test", bed, nil)
-			cancel()
-			wg.Wait()
-			if err != nil {
-				t.Fatalf("bench: %v", err)
-			}
 			after := dialTimes(t, bed, 20)
 			ct := slices.Sorted(slices.Values(append(before, after...)))
 			ctMin := float64(ct[0].Microseconds())
