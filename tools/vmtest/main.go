@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	fs.StringVar(&c.Kernel, "kernel", "", "kernel of the matrix to boot: "+kernelNames())
 	fs.IntVar(&c.Machine.Online, "cpus", 2, "online CPUs")
-	fs.IntVar(&c.Machine.Possible, "possible", 0, "possible CPUs (QEMU maxcpus; default -cpus)")
+	fs.IntVar(&c.Machine.Possible, "possible", 0, "possible CPUs (QEMU maxcpus; default -cpus). 6.12 needs them present and offline, which oopsed under TCG in 3 of 3 boots: use it on 6.1")
 	fs.IntVar(&c.Machine.MemoryMB, "memory", 3072, "guest memory, MiB")
 	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "limit for the whole run, boot included; QEMU is killed after it")
 	fs.StringVar(&c.CacheDir, "cache", defaultCacheDir(), "where kernel packages are kept (NETPROF_VMTEST_CACHE)")
