@@ -1,22 +1,26 @@
 package netdev
 
-// Delta is what happened between two snapshots.
+// Delta is what happened between two reads.
 type Delta struct {
-	// Ifaces holds every interface of cur, with its change since prev.
+	// Ifaces holds every interface in the table, with its change since
+	// the previous read.
 	Ifaces map[IfaceKey]Counts
 	// Flows holds the flows that moved at least one packet, in no order.
 	Flows []FlowDelta
 	// CPUs is per CPU (index = CPU number).
 	CPUs []CPUCounts
-	// FlowsDeleted counts idle flows the reader deleted in between (their
-	// totals were read before; nothing of them is lost).
+	// FlowsDeleted counts idle flows the read deleted from the table
+	// (their totals were read before; nothing of them is lost).
 	FlowsDeleted uint64
+	// FlowEntries is the number of flows in the table after the read.
+	FlowEntries int
 }
 
-// FlowDelta is one flow's change between two snapshots.
+// FlowDelta is one flow's change between two reads.
 type FlowDelta struct {
 	Key FlowKey
 	Counts
+	info *flowInfo // the reader's memory of the flow
 }
 
 // FlowMap returns d.Flows by key.
@@ -26,35 +30,6 @@ func (d Delta) FlowMap() map[FlowKey]Counts {
 		m[f.Key] = f.Counts
 	}
 	return m
-}
-
-// Diff returns cur − prev. A key absent from prev counts from zero (it was
-// created after prev was read). A key whose totals went backwards was
-// deleted and re-created in between: its current totals are the delta.
-// prev may be nil (everything counts from zero).
-func Diff(prev, cur *Snapshot) Delta {
-	if prev == nil {
-		prev = &Snapshot{}
-	}
-	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(cur.Ifaces)), Flows: make([]FlowDelta, 0, len(cur.Flows))}
-	for k, c := range cur.Ifaces {
-		d.Ifaces[k] = c.sub(prev.Ifaces[k])
-	}
-	for k, c := range cur.Flows {
-		if dc := c.sub(prev.Flows[k]); dc != (Counts{}) {
-			d.Flows = append(d.Flows, FlowDelta{Key: decodeFlowKey(&k), Counts: dc})
-		}
-	}
-	d.FlowsDeleted = cur.FlowsDeleted - min(prev.FlowsDeleted, cur.FlowsDeleted)
-	d.CPUs = make([]CPUCounts, len(cur.CPUs))
-	for i, c := range cur.CPUs {
-		var p CPUCounts
-		if i < len(prev.CPUs) {
-			p = prev.CPUs[i]
-		}
-		d.CPUs[i] = c.sub(p)
-	}
-	return d
 }
 
 func (c Counts) sub(p Counts) Counts {

@@ -11,7 +11,6 @@ import (
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/bpfmap"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -45,7 +44,8 @@ func loadSized(t testing.TB, cache bool, flowEntries uint32) *Reader {
 	if !cache {
 		// What NewReader does when np_nd_flush cannot run.
 		r := &Reader{ifaces: l.Maps[bpf.NetdevMapNpNdIfaces], flows: l.Maps[bpf.NetdevMapNpNdFlows],
-			cpus: l.Maps[bpf.NetdevMapNpNdCpus], gc: bpfmap.NewIdle[bpf.NetdevNpFlowKey](IdleReads)}
+			cpus: l.Maps[bpf.NetdevMapNpNdCpus]}
+		r.init()
 		return r
 	}
 	r, err := NewReader(l)
@@ -75,11 +75,10 @@ func testManyFlows(t *testing.T, cache bool) {
 	bed := testbedtest.New(t, testbed.Options{})
 	a, b := bed.A(), bed.B()
 	conns := udpFlows(t, a, b, 20000, flows)
-	before, linkBefore := quietRead(t, r, a)
+	_, linkBefore := quietRead(t, r, a)
 	sendRounds(t, conns, rounds, payload)
 	time.Sleep(50 * time.Millisecond)
-	after, linkAfter := quietRead(t, r, a)
-	d := Diff(before, after)
+	d, linkAfter := quietRead(t, r, a)
 	byKey := d.FlowMap()
 	frame := uint64(14 + 20 + 8 + payload)
 	var bad int
@@ -168,22 +167,59 @@ func udpSinks(t *testing.T, h *testbed.Host, first, n int) {
 
 // quietRead reads the probe between two reads of h's netlink counters
 // that agree, so that no packet (neighbour discovery, ...) slipped between
-// the two sources.
-func quietRead(t *testing.T, r *Reader, h *testbed.Host) (*Snapshot, linkstats.Stats) {
+// the two sources. It returns the sum of the reads it made (it may retry):
+// what the probe counted since the read before it.
+func quietRead(t *testing.T, r *Reader, h *testbed.Host) (Delta, linkstats.Stats) {
 	t.Helper()
+	var sum Delta
 	for range 50 {
 		n1 := readLink(t, h)
-		s, err := r.Read()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sum = addDeltas(sum, mustRead(t, r))
 		if n2 := readLink(t, h); n2 == n1 {
-			return s, n1
+			return sum, n1
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("interface never quiet between two netlink reads")
-	return nil, linkstats.Stats{}
+	return Delta{}, linkstats.Stats{}
+}
+
+func mustRead(t *testing.T, r *Reader) Delta {
+	t.Helper()
+	d, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// addDeltas returns the change over two consecutive reads' windows, a then
+// b (with a copy of their flows: a Read reuses them).
+func addDeltas(a, b Delta) Delta {
+	out := Delta{Ifaces: map[IfaceKey]Counts{}, FlowsDeleted: a.FlowsDeleted + b.FlowsDeleted, FlowEntries: b.FlowEntries}
+	flows := a.FlowMap()
+	for _, f := range b.Flows {
+		flows[f.Key] = flows[f.Key].plus(f.Counts)
+	}
+	for k, c := range flows {
+		out.Flows = append(out.Flows, FlowDelta{Key: k, Counts: c})
+	}
+	for _, m := range []map[IfaceKey]Counts{a.Ifaces, b.Ifaces} {
+		for k, c := range m {
+			out.Ifaces[k] = out.Ifaces[k].plus(c)
+		}
+	}
+	out.CPUs = make([]CPUCounts, max(len(a.CPUs), len(b.CPUs)))
+	for _, cs := range [][]CPUCounts{a.CPUs, b.CPUs} {
+		for i, c := range cs {
+			o := &out.CPUs[i]
+			o.RxBytes, o.RxPackets, o.RxSkbs = o.RxBytes+c.RxBytes, o.RxPackets+c.RxPackets, o.RxSkbs+c.RxSkbs
+			o.NapiPolls, o.NapiPackets = o.NapiPolls+c.NapiPolls, o.NapiPackets+c.NapiPackets
+			o.NapiBudgetExhausted += c.NapiBudgetExhausted
+			o.FlowLost, o.IfaceLost = o.FlowLost.plus(c.FlowLost), o.IfaceLost.plus(c.IfaceLost)
+		}
+	}
+	return out
 }
 
 func addrPort4(ap netip.AddrPort) netip.AddrPort {

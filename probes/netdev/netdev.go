@@ -3,8 +3,8 @@
 // (transmit) and napi:napi_poll, attached as tp_btf (Linux >= 5.5 with BTF).
 //
 // The kernel keeps running totals in hash maps shared by all CPUs (their
-// size does not grow with the possible-CPU count); Read reads them and Diff
-// turns two reads into per-interval deltas. Bytes are L2 frame bytes (what
+// size does not grow with the possible-CPU count); each Read returns what
+// changed since the previous one. Bytes are L2 frame bytes (what
 // netlink's interface counters count), packets are segments (a GSO/GRO skb
 // counts gso_segs), wire bytes add the headers segmentation repeats.
 //

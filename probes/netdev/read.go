@@ -12,7 +12,7 @@ import (
 	"github.com/netprof/netprof/probes/bpfmap"
 )
 
-// DirCounts are one direction's running totals (or deltas, after Diff).
+// DirCounts are one direction's running totals or their change.
 type DirCounts struct {
 	Bytes     uint64 // L2 frame bytes (skb->len + MAC header)
 	Packets   uint64 // segments
@@ -48,28 +48,28 @@ type CPUCounts struct {
 	FlowLost, IfaceLost Counts
 }
 
-// Snapshot is one read of every map: running totals of interfaces and
-// flows, per CPU (index = CPU number) for CPUs.
-type Snapshot struct {
-	Ifaces map[IfaceKey]Counts
-	// Flows are keyed by the kernel's key as read (decoding it costs more
-	// than the rest of a read with thousands of flows; Diff decodes the
-	// keys of the flows that moved).
-	Flows map[bpf.NetdevNpFlowKey]Counts
-	CPUs  []CPUCounts
-	// FlowsDeleted counts idle flows Read deleted from the table so far
-	// (running total; they are not in Flows).
-	FlowsDeleted uint64
-}
-
-// Reader reads the probe's maps.
+// Reader reads the probe's maps: each Read returns what changed since the
+// previous one.
 type Reader struct {
 	ifaces, flows, cpus *ebpf.Map
 	flush               *flusher // nil: the per-CPU cache is off
 	cacheErr            error    // why the cache is off
-	gc                  *bpfmap.Idle[bpf.NetdevNpFlowKey]
-	deleted             uint64
-	lastFlows           int // flows in the previous read: sizes the next one's map
+	// Flow totals at the previous read, by the kernel's key (one map
+	// operation per flow and read; keys are decoded once per flow).
+	table     *bpfmap.Table[bpf.NetdevNpFlowKey, bpf.NetdevNpFlowVal, flowInfo]
+	flowBatch bpfmap.Batch[bpf.NetdevNpFlowKey, bpf.NetdevNpFlowVal]
+	prevIf    map[IfaceKey]Counts
+	prevCPUs  []CPUCounts
+	delta     []FlowDelta // Delta.Flows, reused from read to read
+}
+
+// flowInfo is what the reader keeps per flow beside its totals.
+type flowInfo struct {
+	key     FlowKey
+	decoded bool
+	// local and remote are key's addresses as text, made by the first
+	// trace row of the flow (Sampler).
+	local, remote string
 }
 
 // IdleReads is how many consecutive reads a flow's totals must stay the
@@ -90,13 +90,18 @@ func NewReader(l *loader.Loaded) (*Reader, error) {
 		ifaces: l.Maps[bpf.NetdevMapNpNdIfaces],
 		flows:  l.Maps[bpf.NetdevMapNpNdFlows],
 		cpus:   l.Maps[bpf.NetdevMapNpNdCpus],
-		gc:     bpfmap.NewIdle[bpf.NetdevNpFlowKey](IdleReads),
 	}
+	r.init()
 	if r.ifaces == nil || r.flows == nil || r.cpus == nil {
 		return nil, fmt.Errorf("netdev reader: maps missing from probe %q", l.Probe)
 	}
 	r.cacheErr = r.enableCache(l)
 	return r, nil
+}
+
+func (r *Reader) init() {
+	r.table = bpfmap.NewTable[bpf.NetdevNpFlowKey, bpf.NetdevNpFlowVal, flowInfo](IdleReads)
+	r.prevIf = map[IfaceKey]Counts{}
 }
 
 func (r *Reader) enableCache(l *loader.Loaded) error {
@@ -119,59 +124,81 @@ func (r *Reader) enableCache(l *loader.Loaded) error {
 // is off.
 func (r *Reader) CacheErr() error { return r.cacheErr }
 
-// Read returns the current running totals. With the cache on it first
+// Read returns what the probe counted since the previous Read (the first
+// Read: since the programs were loaded). With the cache on it first
 // flushes every CPU's cached counts to the maps; a CPU that stays busy
 // keeps its latest counts for the next Read (totals stay exact; they show
 // up one read later). Then it deletes the flows whose totals did not change
-// for IdleReads reads and leaves them out of the snapshot: a flow that
-// moves again gets a new entry counting from zero, which Diff takes as new.
-func (r *Reader) Read() (*Snapshot, error) {
+// for IdleReads reads: a flow that moves again gets a new entry counting
+// from zero. The returned Delta's Flows are valid until the next Read.
+func (r *Reader) Read() (Delta, error) {
 	if r.flush != nil {
 		if err := r.flush.flushAll(); err != nil && !errors.Is(err, errBusy) {
-			return nil, err
+			return Delta{}, err
 		}
 	}
-	s := &Snapshot{Ifaces: map[IfaceKey]Counts{}, Flows: make(map[bpf.NetdevNpFlowKey]Counts, r.lastFlows)}
+	d := Delta{Ifaces: make(map[IfaceKey]Counts, len(r.prevIf))}
+	cur := make(map[IfaceKey]Counts, len(r.prevIf))
 	err := bpfmap.ReadAll(r.ifaces, func(ik *bpf.NetdevNpIfaceKey, iv *bpf.NetdevNpIfaceVal) {
-		s.Ifaces[IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}] = counts((*bpf.NetdevNpFlowVal)(iv))
+		k := IfaceKey{Netns: ik.Netns, Ifindex: ik.Ifindex}
+		c := counts((*bpf.NetdevNpFlowVal)(iv))
+		cur[k] = c
+		d.Ifaces[k] = c.sub(r.prevIf[k])
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read interfaces: %w", err)
+		return Delta{}, fmt.Errorf("read interfaces: %w", err)
 	}
-	if err := r.readFlows(s); err != nil {
-		return nil, err
+	r.prevIf = cur
+	if err := r.readFlows(&d); err != nil {
+		return Delta{}, err
 	}
 	var cv []bpf.NetdevNpCpuVal
 	if err := r.cpus.Lookup(uint32(0), &cv); err != nil {
-		return nil, fmt.Errorf("read cpus: %w", err)
+		return Delta{}, fmt.Errorf("read cpus: %w", err)
 	}
-	for _, v := range cv {
-		s.CPUs = append(s.CPUs, CPUCounts{
+	cpus := make([]CPUCounts, len(cv))
+	d.CPUs = make([]CPUCounts, len(cv))
+	for i, v := range cv {
+		cpus[i] = CPUCounts{
 			RxBytes: v.RxBytes, RxPackets: v.RxPackets, RxSkbs: v.RxSkbs,
 			NapiPolls: v.NapiPolls, NapiPackets: v.NapiPackets,
 			NapiBudgetExhausted: v.NapiBudgetExhausted,
 			FlowLost:            counts(&v.FlowLost), IfaceLost: counts(&v.IfaceLost),
-		})
+		}
+		var p CPUCounts
+		if i < len(r.prevCPUs) {
+			p = r.prevCPUs[i]
+		}
+		d.CPUs[i] = cpus[i].sub(p)
 	}
-	return s, nil
+	r.prevCPUs = cpus
+	return d, nil
 }
 
-// readFlows reads the shared flow table into s, then deletes idle flows.
-func (r *Reader) readFlows(s *Snapshot) error {
-	err := bpfmap.ReadAll(r.flows, func(fk *bpf.NetdevNpFlowKey, fv *bpf.NetdevNpFlowVal) {
-		s.Flows[*fk] = counts(fv)
-		r.gc.Seen(*fk, fv.Rx.Skbs^fv.Tx.Skbs<<32^fv.Rx.Bytes^fv.Tx.Bytes)
+// readFlows reads the shared flow table into d's flows that moved, then
+// deletes idle flows.
+func (r *Reader) readFlows(d *Delta) error {
+	r.delta = r.delta[:0]
+	err := r.flowBatch.ReadAll(r.flows, func(fk *bpf.NetdevNpFlowKey, fv *bpf.NetdevNpFlowVal) {
+		e, prev, _ := r.table.Seen(fk, *fv)
+		if prev == *fv {
+			return
+		}
+		in := &e.X
+		if !in.decoded {
+			in.key, in.decoded = decodeFlowKey(fk), true
+		}
+		// A flow whose totals went backwards was deleted and re-created in
+		// between: its totals are the delta.
+		r.delta = append(r.delta, FlowDelta{Key: in.key, Counts: counts(fv).sub(counts(&prev)), info: in})
 	})
 	if err != nil {
 		return fmt.Errorf("read flows: %w", err)
 	}
-	r.lastFlows = len(s.Flows)
-	gone, err := r.gc.Collect(r.flows)
-	r.deleted += uint64(len(gone))
-	s.FlowsDeleted = r.deleted
-	for i := range gone {
-		delete(s.Flows, gone[i])
-	}
+	d.Flows = r.delta
+	n, err := r.table.Collect(r.flows)
+	d.FlowsDeleted = uint64(n)
+	d.FlowEntries = r.table.Len()
 	if err != nil {
 		return fmt.Errorf("delete idle flows: %w", err)
 	}

@@ -24,7 +24,6 @@ type Scope func(netns uint64, ifindex uint32) (name string, ok bool)
 type Sampler struct {
 	r     *Reader
 	scope Scope
-	prev  *Snapshot
 	// online follows the machine's online CPUs: a CPU gets cpus rows once
 	// it was online at a read of the list or its counters moved.
 	online *cpulist.Seen
@@ -41,20 +40,17 @@ func (s *Sampler) Name() string { return "netdev" }
 // Baseline implements loader.Sampler.
 func (s *Sampler) Baseline() error {
 	_ = s.online.Update() // unreadable: every CPU keeps its rows
-	snap, err := s.r.Read()
-	s.prev = snap
+	_, err := s.r.Read()
 	return err
 }
 
 // Sample implements loader.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	_ = s.online.Update()
-	cur, err := s.r.Read()
+	d, err := s.r.Read()
 	if err != nil {
 		return err
 	}
-	d := Diff(s.prev, cur)
-	s.prev = cur
 	for i := range iv.Ifaces {
 		row := &iv.Ifaces[i]
 		c := d.Ifaces[IfaceKey{Netns: row.Netns, Ifindex: uint32(row.Ifindex)}]
@@ -63,14 +59,14 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 		row.BpfRxWireBytes, row.BpfTxWireBytes = ptr(c.Rx.WireBytes), ptr(c.Tx.WireBytes)
 	}
 	iv.Flows = slices.Grow(iv.Flows, len(d.Flows))
-	for _, f := range d.Flows {
-		k, c := f.Key, f.Counts
+	for i := range d.Flows {
+		f := &d.Flows[i]
 		name, ok := "", true
 		if s.scope != nil {
-			name, ok = s.scope(k.Netns, k.Ifindex)
+			name, ok = s.scope(f.Key.Netns, f.Key.Ifindex)
 		}
 		if ok {
-			iv.Flows = append(iv.Flows, flowRow(k, name, c))
+			iv.Flows = append(iv.Flows, flowRow(f, name))
 		}
 	}
 	var lost, ifaceLost Counts
@@ -86,7 +82,7 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	iv.Probes = append(iv.Probes, trace.ProbeRow{
 		Program: "np_nd_flows", Hook: "map:netdev",
 		MapUpdateFailures: lost.Rx.Skbs + lost.Tx.Skbs + ifaceLost.Rx.Skbs + ifaceLost.Tx.Skbs,
-		MapEntries:        ptr(uint64(len(cur.Flows))),
+		MapEntries:        ptr(uint64(d.FlowEntries)),
 		MapDeleted:        ptr(d.FlowsDeleted),
 		MapLostBytes:      ptr(lost.Rx.Bytes + lost.Tx.Bytes),
 		MapLostPackets:    ptr(lost.Rx.Packets + lost.Tx.Packets),
@@ -94,12 +90,18 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	return nil
 }
 
-func flowRow(k FlowKey, ifname string, c Counts) trace.FlowRow {
+// flowRow returns f's trace row. Its addresses' text is made once per flow
+// and kept with the reader's memory of it.
+func flowRow(f *FlowDelta, ifname string) trace.FlowRow {
+	k, c, in := &f.Key, &f.Counts, f.info
+	if in.local == "" {
+		in.local, in.remote = k.Local.Addr().String(), k.Remote.Addr().String()
+	}
 	return trace.FlowRow{
 		Netns: k.Netns, Ifindex: int32(k.Ifindex), Ifname: ifname,
 		Family: k.Family, Proto: k.Proto,
-		SrcAddr: k.Local.Addr().String(), SrcPort: k.Local.Port(),
-		DstAddr: k.Remote.Addr().String(), DstPort: k.Remote.Port(),
+		SrcAddr: in.local, SrcPort: k.Local.Port(),
+		DstAddr: in.remote, DstPort: k.Remote.Port(),
 		RxBytes: c.Rx.Bytes, RxPackets: c.Rx.Packets, RxSkbs: c.Rx.Skbs, RxWireBytes: c.Rx.WireBytes,
 		TxBytes: c.Tx.Bytes, TxPackets: c.Tx.Packets, TxSkbs: c.Tx.Skbs, TxWireBytes: c.Tx.WireBytes,
 	}

@@ -105,7 +105,7 @@ type Sock struct {
 type Reader struct {
 	socks, self *ebpf.Map
 	failures    bool
-	gc          *bpfmap.Idle[bpf.TcpNpFlowKey]
+	gc          *bpfmap.Table[bpf.TcpNpFlowKey, fingerprint, struct{}]
 	deleted     uint64
 }
 
@@ -123,7 +123,7 @@ const IdleReads = 3
 // NewReader returns a reader over a loaded tcp probe.
 func NewReader(l *loader.Loaded) (*Reader, error) {
 	r := &Reader{socks: l.Maps[bpf.TcpMapNpTcpSocks], self: l.Maps[bpf.TcpMapNpTcpSelf],
-		gc: bpfmap.NewIdle[bpf.TcpNpFlowKey](IdleReads)}
+		gc: bpfmap.NewTable[bpf.TcpNpFlowKey, fingerprint, struct{}](IdleReads)}
 	if r.socks == nil || r.self == nil {
 		return nil, fmt.Errorf("tcp reader: maps missing from probe %q", l.Probe)
 	}
@@ -140,10 +140,17 @@ func NewReader(l *loader.Loaded) (*Reader, error) {
 // and means "not measured".
 func (r *Reader) FailuresKnown() bool { return r.failures }
 
+// fingerprint changes whenever a socket's entry does.
+type fingerprint struct {
+	stamp, samples, fail uint64
+	retrans              uint32
+}
+
 // Read returns every socket's running totals, then deletes the entries of
-// sockets that did not change for IdleReads reads and leaves them out of
-// what it returns (their totals were returned before; a socket that comes
-// back gets a new entry counting from zero, which Diff takes as new).
+// sockets that did not change for IdleReads reads (their totals are the
+// same as in the previous reads, so the next Diff finds nothing new in
+// them; a socket that comes back gets a new entry counting from zero,
+// which Diff takes as new).
 func (r *Reader) Read() (map[Key]Sock, error) {
 	out := map[Key]Sock{}
 	var k bpf.TcpNpFlowKey
@@ -151,16 +158,13 @@ func (r *Reader) Read() (map[Key]Sock, error) {
 	it := r.socks.Iterate()
 	for it.Next(&k, &v) {
 		out[decodeKey(&k)] = merge([]bpf.TcpNpTcpVal{v})
-		r.gc.Seen(k, v.LastStampUs^v.RttSamples^uint64(v.TotalRetrans)^v.RetransFail)
+		r.gc.Seen(&k, fingerprint{stamp: v.LastStampUs, samples: v.RttSamples, fail: v.RetransFail, retrans: v.TotalRetrans})
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read tcp sockets: %w", err)
 	}
 	gone, err := r.gc.Collect(r.socks)
-	r.deleted += uint64(len(gone))
-	for i := range gone {
-		delete(out, decodeKey(&gone[i]))
-	}
+	r.deleted += uint64(gone)
 	if err != nil {
 		return out, fmt.Errorf("delete idle tcp sockets: %w", err)
 	}
