@@ -114,4 +114,38 @@ struct np_tcp_stats {
 	__u64 socks_refused; /* events of sockets the full table refused */
 };
 
+/* One TCP socket as the socket iterator (iter/tcp) writes it each
+ * interval: the kernel's own running totals and latest values, read under
+ * the socket lock, the figures TCP_INFO gives. Times of the chrono
+ * accounting are in jiffies, with the chrono still running added up to
+ * now; now_ns and now_jiffies are the clocks at the read (user space
+ * converts jiffies with their ratio: no HZ needed). */
+struct np_tcp_rec {
+	struct np_flow_key key;
+	__u64 now_ns;          /* bpf_ktime_get_ns() */
+	__u64 now_jiffies;     /* bpf_jiffies64() */
+	__u64 bytes_acked;     /* tp->bytes_acked */
+	__u64 bytes_received;  /* tp->bytes_received */
+	__u64 bytes_sent;      /* tp->bytes_sent (incl. retransmits) */
+	__u64 bytes_retrans;   /* tp->bytes_retrans */
+	__u64 busy_jiffies;    /* chrono_stat[TCP_CHRONO_BUSY - 1]: busy, not limited */
+	__u64 rwnd_limited_jiffies;
+	__u64 sndbuf_limited_jiffies;
+	__u32 segs_in, segs_out, data_segs_in, data_segs_out;
+	__u32 total_retrans;   /* segments retransmitted over the socket's life */
+	__u32 srtt_us;         /* tp->srtt_us >> 3 */
+	__u32 min_rtt_us;      /* tp->rtt_min: windowed minimum */
+	__u32 last_rtt_us;     /* tp->rack.rtt_us: the latest RTT sample */
+	__u32 snd_cwnd;        /* segments */
+	__u32 mss;             /* tp->mss_cache */
+	__u32 snd_wnd;         /* peer's advertised window, bytes */
+	__u32 rcv_wnd;         /* own advertised window, bytes */
+	__u32 rate_delivered;  /* segments delivered in the last rate sample */
+	__u32 rate_interval_us;
+	__u8 rate_app_limited; /* the last rate sample was application-limited */
+	__u8 state;            /* TCP_ESTABLISHED, ... */
+	__u16 pad1;
+	__u32 pad2;
+};
+
 #endif

@@ -36,6 +36,10 @@ type Program struct {
 	// have no Hook, no Status row and no run statistics; one that fails to
 	// load is logged and left out (the probe must work without it).
 	Detached bool
+	// Iter programs are BPF iterators (SEC("iter/...")): attached as an
+	// iterator link that user space runs by reading it (Loaded.Iter), not
+	// on a tracepoint. Hook names the iterator, e.g. "iter:tcp".
+	Iter bool
 }
 
 // Spec is what a probe package gives the loader.
@@ -130,12 +134,22 @@ func loadOne(cs *ebpf.CollectionSpec, p Program, maps map[string]*ebpf.Map) (att
 	if !ok {
 		return attached{}, fmt.Errorf("program %s: %w", p.object(), os.ErrNotExist)
 	}
-	if err := TracepointExists(ps.AttachTo); err != nil {
-		return attached{}, err
+	if !p.Iter {
+		if err := TracepointExists(ps.AttachTo); err != nil {
+			return attached{}, err
+		}
 	}
 	prog, err := loadProgram(cs, p, maps)
 	if err != nil {
 		return attached{}, err
+	}
+	if p.Iter {
+		it, err := link.AttachIter(link.IterOptions{Program: prog})
+		if err != nil {
+			prog.Close()
+			return attached{}, fmt.Errorf("attach iterator %s: %w", p.Name, err)
+		}
+		return attached{Program: p, prog: prog, link: it}, nil
 	}
 	lk, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
 	if err != nil {
@@ -238,6 +252,18 @@ func (l *Loaded) Stats() ([]ProgramStats, error) {
 		})
 	}
 	return out, nil
+}
+
+// Iter returns the attached iterator program named name (see Program.Iter),
+// or nil if it is not part of the spec or was not attached. Each Open of
+// it runs the program over the kernel objects it iterates.
+func (l *Loaded) Iter(name string) *link.Iter {
+	for _, a := range l.progs {
+		if it, ok := a.link.(*link.Iter); ok && a.Name == name {
+			return it
+		}
+	}
+	return nil
 }
 
 // Detached returns the loaded detached program named name (see

@@ -172,6 +172,27 @@ type FlowRow struct {
 	MinRttUs *uint32 `parquet:"min_rtt_us,optional"`
 	// MSS is tp->mss_cache, bytes.
 	MSS *uint32 `parquet:"mss,optional"`
+
+	// From the TCP socket iterator (probe group tcp): the socket's own
+	// counters over the interval and its latest values at the interval's
+	// end, as TCP_INFO gives them. Null without the iterator, and for
+	// sockets it did not see.
+	TCPBytesAcked    *uint64 `parquet:"tcp_bytes_acked,optional"`    // payload bytes the peer acknowledged
+	TCPBytesReceived *uint64 `parquet:"tcp_bytes_received,optional"` // payload bytes received in order
+	// What limited the sender (the kernel's chrono accounting): time with
+	// data in flight (busy), and the parts of it the peer's receive window
+	// or this socket's send buffer limited, µs.
+	TCPBusyUs          *uint64 `parquet:"tcp_busy_us,optional"`
+	TCPRwndLimitedUs   *uint64 `parquet:"tcp_rwnd_limited_us,optional"`
+	TCPSndbufLimitedUs *uint64 `parquet:"tcp_sndbuf_limited_us,optional"`
+	// TCPDeliveryRateBps is the latest delivery rate sample (bit/s,
+	// decimal), as tcpi_delivery_rate; TCPDeliveryAppLimited says the
+	// application, not the network, limited that sample.
+	TCPDeliveryRateBps    *uint64 `parquet:"tcp_delivery_rate_bps,optional"`
+	TCPDeliveryAppLimited *bool   `parquet:"tcp_delivery_app_limited,optional"`
+	TCPLastRttUs          *uint32 `parquet:"tcp_last_rtt_us,optional"`   // the latest RTT sample
+	TCPSndWndBytes        *uint32 `parquet:"tcp_snd_wnd_bytes,optional"` // the peer's advertised window
+	TCPRcvWndBytes        *uint32 `parquet:"tcp_rcv_wnd_bytes,optional"` // this socket's advertised window
 }
 
 // Stream roles in TrafficRow.Role.

@@ -97,17 +97,17 @@ func (t *Table[K, F, X]) Collect(m *ebpf.Map) (int, error) {
 	if len(idle) == 0 {
 		return 0, nil
 	}
-	n, err := deleteKeys(m, idle)
+	n, err := DeleteKeys(m, idle)
 	for _, k := range idle[:n] {
 		delete(t.entries, k)
 	}
 	return n, err
 }
 
-// deleteKeys deletes keys from m, in one batch where the kernel has
+// DeleteKeys deletes keys from m, in one batch where the kernel has
 // BPF_MAP_DELETE_BATCH (Linux >= 5.6), else one by one. A key already gone
 // counts as deleted. It returns how many of keys (a prefix) were handled.
-func deleteKeys[K comparable](m *ebpf.Map, keys []K) (int, error) {
+func DeleteKeys[K comparable](m *ebpf.Map, keys []K) (int, error) {
 	n, err := m.BatchDelete(keys, nil)
 	if err == nil {
 		return n, nil

@@ -93,7 +93,7 @@ func TestKernelCmdlineAndQEMUArgs(t *testing.T) {
 		if !strings.Contains(cmd, tc.cmd) || (tc.notCmd != "" && strings.Contains(cmd, tc.notCmd)) {
 			t.Errorf("%+v: command line %q: want %q, not %q", tc.m, cmd, tc.cmd, tc.notCmd)
 		}
-		for _, want := range []string{"-no-reboot", "-nographic", "tcg,thread=multi"} {
+		for _, want := range []string{"-no-reboot", "-nographic", "tcg,thread=single"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("%v lacks %s", args, want)
 			}

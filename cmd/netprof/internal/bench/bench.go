@@ -20,6 +20,7 @@ import (
 	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
+	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
@@ -125,6 +126,8 @@ func runOnBed(ctx context.Context, cfg Config, toolVersion string, bed *testbed.
 type driver interface {
 	// connect establishes every data stream before anything is measured.
 	connect(ctx context.Context) error
+	// namespaces returns the namespaces of this host's ends of the run.
+	namespaces() []tcpstats.Netns
 	// sockets returns a data connection of the dialing end and, when it is
 	// local too, of the accepting end (nil otherwise), right after connect.
 	sockets() (dialed, accepted net.Conn)
@@ -181,7 +184,7 @@ func execute(ctx context.Context, cfg Config, toolVersion string, links []linkst
 // record attaches the probes, connects and runs the transfer.
 func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*netlink.Handle,
 	d driver, w *trace.Writer, res *Result, log *slog.Logger) error {
-	samplers, probes, err := buildSamplers(cfg, links, handles, log)
+	samplers, probes, err := buildSamplers(cfg, links, handles, d.namespaces(), log)
 	defer func() {
 		if err := probes.Close(); err != nil {
 			log.Error("probes", "err", err)
@@ -268,12 +271,12 @@ func wrap(what string, err error) error {
 
 // buildSamplers returns the samplers in their required order: netlink
 // interface rows first (BPF counts are added to them), then the probes.
-func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, log *slog.Logger) ([]loader.Sampler, *probeSet, error) {
+func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, nss []tcpstats.Netns, log *slog.Logger) ([]loader.Sampler, *probeSet, error) {
 	samplers := []loader.Sampler{&linkSampler{links: links, handles: handles}}
 	if cfg.NoBPF {
 		return samplers, nil, nil
 	}
-	sc := scope{names: map[netdev.IfaceKey]string{}, netns: map[uint64]bool{}}
+	sc := scope{names: map[netdev.IfaceKey]string{}, netns: map[uint64]bool{}, nss: nss}
 	for _, l := range links {
 		sc.names[netdev.IfaceKey{Netns: l.Netns, Ifindex: uint32(l.Index)}] = l.Name
 		sc.netns[l.Netns] = true

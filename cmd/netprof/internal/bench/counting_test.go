@@ -226,6 +226,63 @@ func checkCounting(t *testing.T, opt testbed.Options, family uint8) {
 	checkSegments(t, cr)
 	checkFlows(t, cr, family)
 	checkWire(t, cr)
+	checkTCPSock(t, cr)
+}
+
+// checkTCPSock checks the socket iterator's columns of every stream's flow
+// rows against the generator's own byte counts: the receiver's
+// tcp_bytes_received summed over the run is what its application read,
+// the sender's tcp_bytes_acked what its application wrote, to the byte
+// (the sockets' last interval comes from their final record at close:
+// the iterator no longer sees them); the sender was busy
+// (tcp_busy_us) for most of the run and each interval's busy time fits in
+// the interval.
+func checkTCPSock(t *testing.T, cr *countedRun) {
+	t.Helper()
+	flows, err := cr.run.Flows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(netns uint64, l, r netip.AddrPort, col func(*trace.FlowRow) *uint64) (total uint64, rows int) {
+		for i := range flows {
+			row := &flows[i]
+			if row.Netns != netns || row.SrcPort != l.Port() || row.DstPort != r.Port() || row.SrcAddr != l.Addr().String() {
+				continue
+			}
+			if v := col(row); v != nil {
+				total += *v
+				rows++
+			}
+		}
+		return total, rows
+	}
+	sent := map[int]traffic.StreamSample{}
+	for _, s := range cr.res.Sent {
+		sent[s.Stream] = s
+	}
+	a, b := cr.bed.A(), cr.bed.B()
+	for _, r := range cr.res.Received {
+		s := sent[r.Stream]
+		bEnd, aEnd := addrPort(t, r.LocalAddr), addrPort(t, r.RemoteAddr)
+		name := fmt.Sprintf("stream %d ", r.Stream)
+		rcvd, n := sum(b.NetnsInode(), bEnd, aEnd, func(f *trace.FlowRow) *uint64 { return f.TCPBytesReceived })
+		if n == 0 {
+			t.Fatalf("%sreceiver: no row with tcp_bytes_received", name)
+		}
+		acked, _ := sum(a.NetnsInode(), aEnd, bEnd, func(f *trace.FlowRow) *uint64 { return f.TCPBytesAcked })
+		// Exact: the sequence space also counts the FIN (once received,
+		// once acknowledged); the handshake was before the first read.
+		if rcvd != r.AppBytes && rcvd != r.AppBytes+1 {
+			t.Errorf("%sreceiver tcp_bytes_received %d, its application read %d (+1 for the FIN)", name, rcvd, r.AppBytes)
+		}
+		if acked != s.AppBytes && acked != s.AppBytes+1 {
+			t.Errorf("%ssender tcp_bytes_acked %d, its application wrote %d (+1 for the FIN)", name, acked, s.AppBytes)
+		}
+		busy, n := sum(a.NetnsInode(), aEnd, bEnd, func(f *trace.FlowRow) *uint64 { return f.TCPBusyUs })
+		if n == 0 || float64(busy) < 0.5*cr.cfg.Duration.Seconds()*1e6 || float64(busy) > float64(n)*float64(cr.cfg.Interval.Microseconds())*1.1 {
+			t.Errorf("%ssender busy %d µs over %d rows of %v (run %v)", name, busy, n, cr.cfg.Interval, cr.cfg.Duration)
+		}
+	}
 }
 
 // checkIfaceCounts compares each veth end's BPF bytes and skbs with the

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/testbed"
@@ -234,6 +235,11 @@ func (d *bedDriver) beforeClose(w *trace.Writer) { recordDelayLine(d.bed, w, d.l
 
 // sockets returns stream 0 of the dialing (A) and accepting (B) ends.
 func (d *bedDriver) sockets() (dialed, accepted net.Conn) { return d.dialed, d.accepted }
+
+func (d *bedDriver) namespaces() []tcpstats.Netns {
+	a, b := d.bed.A(), d.bed.B()
+	return []tcpstats.Netns{{Inode: a.NetnsInode(), Do: a.Do}, {Inode: b.NetnsInode(), Do: b.Do}}
+}
 
 // close closes every stream that was connected but not run.
 func (d *bedDriver) close() {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
@@ -31,6 +32,12 @@ type peerDriver struct {
 	first net.Conn // the first data connection dialled, for reading options back
 
 	report *control.Report // set by run
+
+	local Local // where this end lives
+}
+
+func (d *peerDriver) namespaces() []tcpstats.Netns {
+	return []tcpstats.Netns{{Inode: d.local.Netns, Do: d.local.Do}}
 }
 
 // dialPeer opens the control connection and negotiates the test; the data
@@ -45,7 +52,7 @@ func dialPeer(ctx context.Context, cfg Config, local Local, addr string, log *sl
 		return nil, fmt.Errorf("peer %s: %w", addr, err)
 	}
 	fwd, _ := cfg.streamCounts()
-	d := &peerDriver{cfg: cfg, addr: addr, log: log, sess: sess, rows: newRemoteRows(cfg.Interval, fwd)}
+	d := &peerDriver{cfg: cfg, addr: addr, log: log, sess: sess, rows: newRemoteRows(cfg.Interval, fwd), local: local}
 	data := cfg.SockOpts.Dial(local.Do)
 	d.dial = func(ctx context.Context, network, a string) (net.Conn, error) {
 		c, err := data(ctx, network, a)

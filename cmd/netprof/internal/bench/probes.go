@@ -16,7 +16,7 @@ import (
 // probeSet is bench's probes with their samplers.
 type probeSet struct {
 	set      *probeset.Set
-	samplers []loader.Sampler // netdev, tcp, softirq, sockstate, bpf stats: in that order
+	samplers []loader.Sampler // netdev, tcp, tcpsock, softirq, sockstate, bpf stats: in that order
 	status   []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap
@@ -26,6 +26,8 @@ type probeSet struct {
 type scope struct {
 	names map[netdev.IfaceKey]string
 	netns map[uint64]bool
+	// nss are the run's namespaces, for the socket iterator.
+	nss []tcpstats.Netns
 }
 
 // probeOptions are what a run asks of the probes.
@@ -70,6 +72,14 @@ func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, er
 			return fail(err)
 		}
 		ps.samplers = append(ps.samplers, tcpstats.NewSampler(r, func(netns uint64) bool { return sc.netns[netns] }))
+	}
+	itSpec, err := tcpstats.IterSpec(tcpstats.IterOptions{})
+	if l := ps.set.Load("tcpsock", itSpec, err); l != nil {
+		r, err := tcpstats.NewIterReader(l)
+		if err != nil {
+			return fail(err)
+		}
+		ps.samplers = append(ps.samplers, tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return sc.nss }))
 	}
 	siSpec, err := softirq.Spec()
 	if l := ps.set.Load("softirq", siSpec, err); l != nil {

@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,11 +29,19 @@ func TestBenchProbeSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.Manifest.Probes) != 8 {
-		t.Errorf("manifest lists %d programs, want 8: %+v", len(run.Manifest.Probes), run.Manifest.Probes)
+	all := 0
+	var tcpProgs []string
+	for _, g := range probeset.Groups {
+		all += len(g.Programs)
+		if g.Name == "tcp" {
+			tcpProgs = g.Programs
+		}
+	}
+	if len(run.Manifest.Probes) != all {
+		t.Errorf("manifest lists %d programs, want %d: %+v", len(run.Manifest.Probes), all, run.Manifest.Probes)
 	}
 	for _, p := range run.Manifest.Probes {
-		tcp := strings.HasPrefix(p.Name, "np_tcp_")
+		tcp := slices.Contains(tcpProgs, p.Name)
 		if p.Attached != tcp || (!tcp && p.Reason != probeset.NotSelected) {
 			t.Errorf("program %s: attached %v reason %q", p.Name, p.Attached, p.Reason)
 		}

@@ -31,6 +31,10 @@ var Groups = []Group{
 	{"tcp", "per-flow RTT histogram, srtt, snd_cwnd, retransmitted segments (tcp:tcp_probe, tcp:tcp_retransmit_skb)",
 		[]string{bpf.TcpProgNpTcpProbe, bpf.TcpProgNpTcpRetrans}},
 	{"sockstate", "TCP connection opens and closes (sock:inet_sock_set_state)", []string{bpf.SockstateProgNpSsState}},
+	{"tcpsock", "per-socket TCP counters read once per interval by a socket iterator (iter:tcp, no per-packet cost): " +
+		"bytes acked/received, retransmitted segments, srtt, min RTT, latest RTT sample, cwnd, windows, delivery rate, " +
+		"busy / receive-window-limited / send-buffer-limited time; a socket closing between two reads leaves its final record " +
+		"(sock:inet_sock_set_state, once per connection)", []string{bpf.TcpiterProgNpTcpIter, bpf.TcpiterProgNpTcpClose}},
 }
 
 // groupNames returns the group names, comma-separated.

@@ -16,7 +16,7 @@ func TestParse(t *testing.T) {
 		{"all", nil, ""},
 		{"tcp", []string{"tcp"}, ""},
 		{" netdev , tcp,netdev", []string{"netdev", "tcp"}, ""},
-		{"tcp,bogus", nil, `unknown probe group "bogus": want all, or some of netdev,napi,softirq,tcp,sockstate`},
+		{"tcp,bogus", nil, `unknown probe group "bogus": want all, or some of netdev,napi,softirq,tcp,sockstate,tcpsock`},
 	} {
 		got, err := Parse(tc.in)
 		if tc.wantErr != "" {
@@ -39,8 +39,8 @@ func TestParse(t *testing.T) {
 			seen[p] = true
 		}
 	}
-	if len(seen) != 8 {
-		t.Errorf("%d programs in the groups, want the 8 attached programs", len(seen))
+	if len(seen) != 10 {
+		t.Errorf("%d programs in the groups, want the 10 attached programs", len(seen))
 	}
 }
 

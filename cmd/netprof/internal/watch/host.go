@@ -52,7 +52,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 	}
 	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !hc.NoBPF {
-		ps = loadProbes(tr, hc.FlowEntries, log)
+		ps = loadProbes(tr, nil, hc.FlowEntries, log)
 	}
 	return &Host{ns: ns, tr: tr, sel: sel, ps: ps, cfg: cfg}, nil
 }

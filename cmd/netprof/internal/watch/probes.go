@@ -17,6 +17,7 @@ type probes struct {
 	set     *probeset.Set
 	netdev  loader.Sampler // nil when not loaded
 	tcp     loader.Sampler
+	tcpsock loader.Sampler
 	softirq loader.Sampler
 	status  []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
@@ -24,10 +25,11 @@ type probes struct {
 }
 
 // loadProbes loads netdev (its flow table flowEntries long, 0: netdev's
-// default), tcp and softirq. A probe that fails to load is recorded in
+// default), tcp, the TCP socket iterator (over the watched namespace: do
+// runs a function inside it, nil for the caller's own) and softirq. A probe that fails to load is recorded in
 // status with its reason and left out; watch goes on with netlink counters
 // (and /proc/stat for softirq time).
-func loadProbes(tr *ifaces.Tracker, flowEntries uint32, log *slog.Logger) *probes {
+func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uint32, log *slog.Logger) *probes {
 	ps := &probes{}
 	if err := loader.Check(log); err != nil {
 		ps.status = probeset.Off(err.Error())
@@ -45,6 +47,13 @@ func loadProbes(tr *ifaces.Tracker, flowEntries uint32, log *slog.Logger) *probe
 		if r, err := tcpstats.NewReader(l); err == nil {
 			netns := tr.Netns()
 			ps.tcp = tcpstats.NewSampler(r, func(n uint64) bool { return n == netns })
+		}
+	}
+	spec, err = tcpstats.IterSpec(tcpstats.IterOptions{})
+	if l := ps.set.Load("tcpsock", spec, err); l != nil {
+		if r, err := tcpstats.NewIterReader(l); err == nil {
+			nss := []tcpstats.Netns{{Inode: tr.Netns(), Do: do}}
+			ps.tcpsock = tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return nss })
 		}
 	}
 	spec, err = softirq.Spec()
@@ -71,6 +80,9 @@ func (ps *probes) samplers(tr *ifaces.Tracker, fallback loader.Sampler) []loader
 	out = append(out, &ifaces.FoldSampler{T: tr})
 	if ps.tcp != nil {
 		out = append(out, ps.tcp)
+	}
+	if ps.tcpsock != nil {
+		out = append(out, ps.tcpsock)
 	}
 	if ps.softirq != nil {
 		out = append(out, ps.softirq)

@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	res := &Result{Counted: sel.Counted()}
 	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !cfg.NoBPF {
-		ps = loadProbes(tr, cfg.FlowEntries, log)
+		ps = loadProbes(tr, cfg.Netns, cfg.FlowEntries, log)
 	}
 	defer func() {
 		if err := ps.Close(); err != nil {

@@ -1,0 +1,144 @@
+package tcpstats
+
+import (
+	"github.com/netprof/netprof/trace"
+)
+
+// IterSampler adds each socket's interval from the socket iterator to the
+// flows rows: to the row of the same namespace and local/remote addresses
+// (made by the netdev sampler), or to a new row with ifindex 0. It fills
+// retransmits (growth of total_retrans), srtt, snd_cwnd, min_rtt and mss,
+// and the tcp_* columns; a socket that neither sent nor received anything
+// in the interval gets no row. A socket that closed since the previous
+// read gets its last row from its final record (the close hook), and a
+// "map:tcpsock" probes row counts the closed sockets drained and those
+// the kernel's table had no room for.
+type IterSampler struct {
+	r   *IterReader
+	nss func() []Netns
+	// prev is each socket as the previous read saw it.
+	prev  map[Key]SockInfo
+	jiffy Jiffy
+	// prevLost is the close table's refusals at the previous read.
+	prevLost uint64
+}
+
+// NewIterSampler returns a sampler reading the sockets of the namespaces
+// nss returns (called at each read).
+func NewIterSampler(r *IterReader, nss func() []Netns) *IterSampler {
+	return &IterSampler{r: r, nss: nss}
+}
+
+// Name implements loader.Sampler.
+func (s *IterSampler) Name() string { return "tcpiter" }
+
+// Baseline implements loader.Sampler.
+func (s *IterSampler) Baseline() error {
+	socks, _, err := s.r.Read(s.nss())
+	if err != nil {
+		return err
+	}
+	s.prev = s.index(socks)
+	s.prevLost, err = s.r.ClosedLost()
+	return err
+}
+
+func (s *IterSampler) index(socks []SockInfo) map[Key]SockInfo {
+	m := make(map[Key]SockInfo, len(socks))
+	for _, si := range socks {
+		s.jiffy.Observe(si.NowNs, si.NowJiffies)
+		m[si.Key] = si
+	}
+	return m
+}
+
+// Sample implements loader.Sampler.
+func (s *IterSampler) Sample(iv *trace.Interval, _ int64) error {
+	socks, closed, err := s.r.Read(s.nss())
+	if err != nil {
+		return err
+	}
+	rows := flowIndex(iv)
+	// Sockets that closed since the previous read end with their final
+	// record; one opened again with the same addresses (in cur) then
+	// counts from zero.
+	for i := range closed {
+		c := &closed[i]
+		s.jiffy.Observe(c.NowNs, c.NowJiffies)
+		s.add(iv, rows, s.prev[c.Key], c)
+		delete(s.prev, c.Key)
+	}
+	cur := s.index(socks)
+	for k, c := range cur {
+		s.add(iv, rows, s.prev[k], &c)
+	}
+	s.prev = cur
+	lost, err := s.r.ClosedLost()
+	if err != nil {
+		return err
+	}
+	if s.r.ClosedKnown() {
+		iv.Probes = append(iv.Probes, trace.ProbeRow{
+			Program: "np_tcp_closed", Hook: "map:tcpsock",
+			MapUpdateFailures: lost - s.prevLost,
+			MapEntries:        ptr(uint64(len(closed))),
+		})
+	}
+	s.prevLost = lost
+	return nil
+}
+
+// add adds socket c's change since p (the zero SockInfo: it is new) to
+// its flows row, making one if needed, unless it moved nothing.
+func (s *IterSampler) add(iv *trace.Interval, rows rowIndex, p SockInfo, c *SockInfo) {
+	if went(p, *c) {
+		// Closed and re-created with the same addresses: everything it
+		// counted is this interval's.
+		p = SockInfo{}
+	}
+	if c.BytesAcked == p.BytesAcked && c.BytesReceived == p.BytesReceived &&
+		c.SegsOut == p.SegsOut && c.SegsIn == p.SegsIn {
+		return
+	}
+	k := c.Key
+	{
+		row := rows.find(iv, k)
+		if row == nil {
+			iv.Flows = append(iv.Flows, trace.FlowRow{
+				Netns: k.Netns, Family: k.Family, Proto: 6,
+				SrcAddr: k.Local.Addr().String(), SrcPort: k.Local.Port(),
+				DstAddr: k.Remote.Addr().String(), DstPort: k.Remote.Port(),
+			})
+			row = &iv.Flows[len(iv.Flows)-1]
+		}
+		s.fill(row, &p, c)
+	}
+}
+
+// went reports whether c's totals are below p's: the socket was closed
+// and another one opened with the same addresses.
+func went(p, c SockInfo) bool {
+	return c.BytesAcked < p.BytesAcked || c.BytesReceived < p.BytesReceived || c.TotalRetrans < p.TotalRetrans ||
+		c.BusyJiffies < p.BusyJiffies
+}
+
+func (s *IterSampler) fill(row *trace.FlowRow, p, c *SockInfo) {
+	row.Retransmits = uint64(c.TotalRetrans - p.TotalRetrans)
+	row.SrttUs, row.SndCwnd, row.MinRttUs, row.MSS = ptr(c.SrttUs), ptr(c.SndCwnd), ptr(c.MinRttUs), ptr(c.MSS)
+	row.TCPBytesAcked = ptr(c.BytesAcked - p.BytesAcked)
+	row.TCPBytesReceived = ptr(c.BytesReceived - p.BytesReceived)
+	if us, ok := s.jiffy.Micros(c.BusyJiffies - p.BusyJiffies); ok {
+		row.TCPBusyUs = ptr(us)
+		rw, _ := s.jiffy.Micros(c.RwndLimitedJiffies - min(p.RwndLimitedJiffies, c.RwndLimitedJiffies))
+		sb, _ := s.jiffy.Micros(c.SndbufLimitedJiffies - min(p.SndbufLimitedJiffies, c.SndbufLimitedJiffies))
+		row.TCPRwndLimitedUs, row.TCPSndbufLimitedUs = ptr(rw), ptr(sb)
+	}
+	if bps, ok := c.DeliveryRateBps(); ok {
+		row.TCPDeliveryRateBps = ptr(uint64(bps))
+		row.TCPDeliveryAppLimited = ptr(c.RateAppLimited)
+	}
+	if c.LastRttUs != 0 {
+		row.TCPLastRttUs = ptr(c.LastRttUs)
+	}
+	row.TCPSndWndBytes, row.TCPRcvWndBytes = ptr(c.SndWnd), ptr(c.RcvWnd)
+}
