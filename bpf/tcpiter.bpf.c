@@ -101,7 +101,9 @@ int np_tcp_iter(struct bpf_iter__tcp *ctx)
 	struct np_tcp_rec r = {};
 	struct tcp_sock *tp;
 
-	if (!skc || skc->skc_state == TCP_LISTEN)
+	/* A socket the iterator took before it closed can still be shown in
+	 * CLOSE: np_tcp_close has its final record. */
+	if (!skc || skc->skc_state == TCP_LISTEN || skc->skc_state == TCP_CLOSE)
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc); /* NULL for TIME_WAIT and request sockets */
 	if (!tp)

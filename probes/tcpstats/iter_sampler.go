@@ -21,6 +21,9 @@ type IterSampler struct {
 	jiffy Jiffy
 	// prevLost is the close table's refusals at the previous read.
 	prevLost uint64
+	// missed counts, per socket kept in prev but not seen open, the
+	// reads it has been missing (see carry).
+	missed map[Key]int
 }
 
 // NewIterSampler returns a sampler reading the sockets of the namespaces
@@ -69,9 +72,21 @@ func (s *IterSampler) Sample(iv *trace.Interval, _ int64) error {
 		delete(s.prev, c.Key)
 	}
 	cur := s.index(socks)
+	gone := make(map[Key]bool, len(closed))
+	for i := range closed {
+		gone[closed[i].Key] = true
+	}
 	for k, c := range cur {
+		if gone[k] {
+			// Seen open and closed in one read: the close record is
+			// final. (A new socket with the same addresses is counted
+			// from zero at the next read.)
+			delete(cur, k)
+			continue
+		}
 		s.add(iv, rows, s.prev[k], &c)
 	}
+	s.carry(cur, gone)
 	s.prev = cur
 	lost, err := s.r.ClosedLost()
 	if err != nil {
@@ -87,6 +102,32 @@ func (s *IterSampler) Sample(iv *trace.Interval, _ int64) error {
 	s.prevLost = lost
 	return nil
 }
+
+// carry keeps in cur, for up to keepMissing reads, the sockets of the
+// previous read that are neither open now nor among the closed records:
+// one that closed after this read's drain of the close table, but before
+// the iterator reached it, has its final record in the next read, which
+// then counts it from these totals (not from zero). Without the close
+// hook nothing is kept.
+func (s *IterSampler) carry(cur map[Key]SockInfo, gone map[Key]bool) {
+	if !s.r.ClosedKnown() {
+		return
+	}
+	missed := make(map[Key]int)
+	for k, p := range s.prev {
+		if _, ok := cur[k]; ok || gone[k] {
+			continue
+		}
+		if n := s.missed[k] + 1; n <= keepMissing {
+			cur[k], missed[k] = p, n
+		}
+	}
+	s.missed = missed
+}
+
+// keepMissing is how many reads a socket missing from the iterator's
+// output is remembered (see carry).
+const keepMissing = 2
 
 // add adds socket c's change since p (the zero SockInfo: it is new) to
 // its flows row, making one if needed, unless it moved nothing.

@@ -33,7 +33,7 @@ const costDefaultDuration = 3 * time.Second
 // emptyGroups maps each empty program to the probe group whose hook it
 // sits on.
 var emptyGroups = map[string]string{
-	bpf.EmptyProgNpE_rx: "netdev", bpf.EmptyProgNpE_tx: "netdev", bpf.EmptyProgNpE_napi: "napi",
+	bpf.EmptyProgNpE_rx: "netdev", bpf.EmptyProgNpE_tx: "xmit", bpf.EmptyProgNpE_napi: "napi",
 	bpf.EmptyProgNpE_siEntry: "softirq", bpf.EmptyProgNpE_siExit: "softirq",
 	bpf.EmptyProgNpE_tcpProbe: "tcp", bpf.EmptyProgNpE_retrans: "tcp", bpf.EmptyProgNpE_sockState: "sockstate",
 }
@@ -166,8 +166,12 @@ func BenchmarkProbeCost(b *testing.B) {
 			}
 			var round [numCostModes]costSample
 			worst := 0.0
+			probes, err := probeset.Parse(os.Getenv("NETPROF_COST_PROBES"))
+			if err != nil {
+				b.Fatalf("NETPROF_COST_PROBES: %v", err)
+			}
 			for _, m := range order {
-				round[m] = costRun(b, m, dur)
+				round[m] = costRun(b, m, dur, 0, probes)
 				worst = max(worst, round[m].steady.others)
 			}
 			if worst > maxOthers && discarded < 2*rounds {
@@ -265,8 +269,9 @@ func mustRun(t testing.TB, cfg Config, bed *testbed.Bed, progs string) (*Result,
 // of the transfer.
 const costInterval = 500 * time.Millisecond
 
-// costRun runs one transfer over a fresh test bed in mode m.
-func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
+// costRun runs one transfer over a fresh test bed in mode m, with streams
+// streams (0: bench's default) and the probe groups probes (nil: all).
+func costRun(b *testing.B, m costMode, dur time.Duration, streams int, probes []string) costSample {
 	b.Helper()
 	bed, err := testbed.New(context.Background(), testbed.Options{})
 	if err != nil {
@@ -284,8 +289,9 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 	// bench turns BPF stats on by default (--bpf-stats): the throughput
 	// runs measure the probes without them, the ns/event runs with them.
 	cfg.BPFStats = m == modeProbesStats
-	if cfg.Probes, err = probeset.Parse(os.Getenv("NETPROF_COST_PROBES")); err != nil {
-		b.Fatalf("NETPROF_COST_PROBES: %v", err)
+	cfg.Probes = probes
+	if streams > 0 {
+		cfg.Streams = streams
 	}
 	s := costSample{progs: map[string]*progCost{}}
 	if m == modeEmpty {
@@ -343,9 +349,20 @@ func costRun(b *testing.B, m costMode, dur time.Duration) costSample {
 			}
 		}
 	}
-	fmt.Printf("cost run: %-14s %6.2f Gbit/s  %6.1f CPU µs/MB  other work %4.1f%% of the CPUs\n",
-		costModeNames[m], s.gbps, s.cpuPerMB(), 100*s.steady.others)
+	fmt.Printf("cost run: %-14s %2d streams %-40s %6.2f Gbit/s  %6.1f CPU µs/MB  other work %4.1f%% of the CPUs\n",
+		costModeNames[m], cfg.Streams, probeList(cfg), s.gbps, s.cpuPerMB(), 100*s.steady.others)
 	return s
+}
+
+// probeList names the probe groups cfg attaches.
+func probeList(cfg Config) string {
+	switch {
+	case cfg.NoBPF:
+		return "(no probes)"
+	case cfg.Probes == nil:
+		return "all"
+	}
+	return strings.Join(cfg.Probes, ",")
 }
 
 func (s *costSample) add(name, hook string, runs, ns, miss uint64) {

@@ -23,8 +23,10 @@ type Group struct {
 // table of a run with BPF stats shows it, ns/event × events) and leaves
 // its figures n/a, with the reason "not selected (--probes)".
 var Groups = []Group{
-	{"netdev", "interface and per-flow bytes, segments, skbs; per-CPU rx packets (net:netif_receive_skb, net:net_dev_start_xmit)",
-		[]string{bpf.NetdevProgNpNdRx, bpf.NetdevProgNpNdTx}},
+	{"netdev", "interface and per-flow receive bytes, segments, skbs; per-CPU rx packets (net:netif_receive_skb)",
+		[]string{bpf.NetdevProgNpNdRx}},
+	{"xmit", "interface and per-flow transmit bytes, segments, skbs (net:net_dev_start_xmit); without it interface tx " +
+		"comes from netlink only and flows' tx columns are n/a", []string{bpf.NetdevProgNpNdTx}},
 	{"napi", "NAPI polls, work and budget exhaustion per CPU (napi:napi_poll)", []string{bpf.NetdevProgNpNdNapi}},
 	{"softirq", "NET_RX/NET_TX softirq time and count per CPU (irq:softirq_entry, irq:softirq_exit)",
 		[]string{bpf.SoftirqProgNpSiEntry, bpf.SoftirqProgNpSiExit}},
@@ -36,6 +38,13 @@ var Groups = []Group{
 		"busy / receive-window-limited / send-buffer-limited time; a socket closing between two reads leaves its final record " +
 		"(sock:inet_sock_set_state, once per connection)", []string{bpf.TcpiterProgNpTcpIter, bpf.TcpiterProgNpTcpClose}},
 }
+
+// Default is the groups a run attaches unless told otherwise: those with
+// no program per transmitted packet or per ACK (the per-packet ones left
+// are netif_receive_skb and the softirq entry/exit pair). The rest (xmit,
+// napi, tcp) add per-skb transmit counts, NAPI polls and the per-ACK RTT
+// histogram at a cost per packet ("all").
+var Default = []string{"netdev", "softirq", "sockstate", "tcpsock"}
 
 // groupNames returns the group names, comma-separated.
 func groupNames() string {
@@ -55,19 +64,22 @@ func Help() string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-// Parse parses a --probes value: "all" (nil: every group) or a
-// comma-separated list of group names. An unknown name is an error that
-// lists the known ones.
+// Parse parses a --probes value: "all" (nil: every group), "default"
+// (Default) or a comma-separated list of group names. An unknown name is
+// an error that lists the known ones.
 func Parse(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || s == "all" {
+	switch s {
+	case "", "all":
 		return nil, nil
+	case "default":
+		return slices.Clone(Default), nil
 	}
 	var out []string
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
 		if !slices.ContainsFunc(Groups, func(g Group) bool { return g.Name == name }) {
-			return nil, fmt.Errorf("unknown probe group %q: want all, or some of %s", name, groupNames())
+			return nil, fmt.Errorf("unknown probe group %q: want all, default, or some of %s", name, groupNames())
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)

@@ -16,7 +16,8 @@ func TestParse(t *testing.T) {
 		{"all", nil, ""},
 		{"tcp", []string{"tcp"}, ""},
 		{" netdev , tcp,netdev", []string{"netdev", "tcp"}, ""},
-		{"tcp,bogus", nil, `unknown probe group "bogus": want all, or some of netdev,napi,softirq,tcp,sockstate,tcpsock`},
+		{"default", Default, ""},
+		{"tcp,bogus", nil, `unknown probe group "bogus": want all, default, or some of netdev,xmit,napi,softirq,tcp,sockstate,tcpsock`},
 	} {
 		got, err := Parse(tc.in)
 		if tc.wantErr != "" {
