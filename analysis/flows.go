@@ -95,7 +95,7 @@ func (a *flowAcc) finish(b *builder) {
 		if why, down := r.programsDown("flows tx/rx bytes not counted", "np_nd_rx", "np_nd_tx"); down {
 			r.reasons[figFlowBytes] = why
 		}
-		if why, down := r.programsDown("flows snd_cwnd, mss, srtt not sampled", "np_tcp_probe"); down {
+		if why, down := r.programsDown("flows snd_cwnd, mss, srtt not sampled", "np_tcp_probe", "np_tcp_iter"); down {
 			r.reasons[figFlowTCP] = why
 		}
 		if p, off := retransmitProbeOff(r.Manifest); off {
@@ -110,7 +110,7 @@ func (a *flowAcc) finish(b *builder) {
 // Figure keys of flows columns a probe left at 0 (Report.reasons).
 const (
 	figFlowBytes = "flow_bytes" // tx/rx bytes: netdev (np_nd_rx, np_nd_tx) did not run
-	figFlowTCP   = "flow_tcp"   // snd_cwnd, mss, srtt: np_tcp_probe did not run
+	figFlowTCP   = "flow_tcp"   // snd_cwnd, mss, srtt: neither np_tcp_probe nor np_tcp_iter ran
 )
 
 // FlowBytesOff says why flows' and peers' tx/rx bytes and steady rates
@@ -215,14 +215,22 @@ func peerSummaries(m map[string]*peerState) []PeerSummary {
 }
 
 // retransmitProbeOff returns the manifest's tcp_retransmit_skb probe when
-// it is listed as not attached.
+// it is listed as not attached and the socket iterator (np_tcp_iter,
+// which counts retransmits from total_retrans too) is not attached either.
 func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
-	for _, p := range m.Probes {
-		if (strings.Contains(p.Hook, "tcp_retransmit_skb") || p.Name == "np_tcp_retrans") && !p.Attached {
-			return p, true
+	var off *trace.Probe
+	for i, p := range m.Probes {
+		if p.Name == "np_tcp_iter" && p.Attached {
+			return trace.Probe{}, false
+		}
+		if (strings.Contains(p.Hook, "tcp_retransmit_skb") || p.Name == "np_tcp_retrans") && !p.Attached && off == nil {
+			off = &m.Probes[i]
 		}
 	}
-	return trace.Probe{}, false
+	if off == nil {
+		return trace.Probe{}, false
+	}
+	return *off, true
 }
 
 // isPeer reports whether an address is a host's: multicast (e.g. IPv6

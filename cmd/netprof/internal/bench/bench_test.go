@@ -246,7 +246,7 @@ func TestBenchNoBPF(t *testing.T) {
 		t.Errorf("report does not say the probes were off:\n%s", b.String())
 	}
 	// The note names what was off, never "probe all () not attached".
-	if strings.Contains(b.String(), "()") || !strings.Contains(b.String(), "probe all (every probe group: netdev, xmit, napi, softirq, tcp, sockstate, tcpsock) not attached: --no-bpf") {
+	if strings.Contains(b.String(), "()") || !strings.Contains(b.String(), "probe all (every probe group: netdev, napi, softirq, tcp, sockstate, tcpsock) not attached: --no-bpf") {
 		t.Errorf("report's probes-off note:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "probes off (--no-bpf)") {

@@ -36,7 +36,9 @@ type costSet struct {
 //
 // NETPROF_COST_STREAMS (default "1,4,16"), NETPROF_COST_ROUNDS (default
 // 5) and NETPROF_COST_DURATION (default 3s) set the stream counts, rounds
-// and send time; a round during which the rest of the host was busy is
+// and send time; NETPROF_COST_SETS (--probes values separated by ";",
+// e.g. "netdev;softirq;tcpsock,sockstate") prices other sets than default
+// and all; a round during which the rest of the host was busy is
 // run again, as in BenchmarkProbeCost.
 func BenchmarkProbeCostSets(b *testing.B) {
 	kerneltest.RequireRoot(b)
@@ -61,6 +63,16 @@ func BenchmarkProbeCostSets(b *testing.B) {
 		}
 	}
 	sets := []costSet{{"no probes", modeNoProbes, nil}, {"default", modeProbes, probeset.Default}, {"all", modeProbes, nil}}
+	if v := os.Getenv("NETPROF_COST_SETS"); v != "" {
+		sets = sets[:1]
+		for _, name := range strings.Split(v, ";") {
+			probes, err := probeset.Parse(name)
+			if err != nil {
+				b.Fatalf("NETPROF_COST_SETS=%q: %v", v, err)
+			}
+			sets = append(sets, costSet{strings.TrimSpace(name), modeProbes, probes})
+		}
+	}
 	for range b.N {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "streams\tset\tGbit/s (median)\tratio to no probes\tratios per round\tCPU µs/MB\tCPU ratio\t\n")

@@ -33,7 +33,7 @@ const costDefaultDuration = 3 * time.Second
 // emptyGroups maps each empty program to the probe group whose hook it
 // sits on.
 var emptyGroups = map[string]string{
-	bpf.EmptyProgNpE_rx: "netdev", bpf.EmptyProgNpE_tx: "xmit", bpf.EmptyProgNpE_napi: "napi",
+	bpf.EmptyProgNpE_rx: "netdev", bpf.EmptyProgNpE_tx: "netdev", bpf.EmptyProgNpE_napi: "napi",
 	bpf.EmptyProgNpE_siEntry: "softirq", bpf.EmptyProgNpE_siExit: "softirq",
 	bpf.EmptyProgNpE_tcpProbe: "tcp", bpf.EmptyProgNpE_retrans: "tcp", bpf.EmptyProgNpE_sockState: "sockstate",
 }

@@ -69,3 +69,65 @@ func TestBenchProbeSelection(t *testing.T) {
 		t.Errorf("rtt samples %d, netlink rx bytes %d: want both > 0", samples, netlinkRx)
 	}
 }
+
+// The "default" preset: the per-ACK and NAPI programs are left out, the
+// socket iterator gives each sending flow its srtt, cwnd, mss and
+// retransmits (the report does not call them unmeasured), and its
+// tcp_bytes_acked add up to what the generator's senders wrote.
+func TestBenchDefaultProbes(t *testing.T) {
+	requireBench(t, true)
+	cfg := DefaultConfig()
+	cfg.Duration = time.Second
+	cfg.Interval = 250 * time.Millisecond
+	cfg.Streams = 2
+	cfg.Probes = probeset.Default
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), cfg, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := trace.Open(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range run.Manifest.Probes {
+		perAck := p.Name == "np_tcp_probe" || p.Name == "np_nd_napi" || p.Name == "np_tcp_retrans"
+		if perAck == p.Attached || (perAck && p.Reason != probeset.NotSelected) {
+			t.Errorf("program %s: attached %v reason %q", p.Name, p.Attached, p.Reason)
+		}
+	}
+	if why := res.Report.FlowRetxOff(); why != "" || res.Report.FlowRetransmits == nil {
+		t.Errorf("flow retransmits unmeasured: %q", why)
+	}
+	sending := 0
+	for _, f := range res.Report.Flows {
+		if f.Sending && f.Proto == 6 {
+			sending++
+			if f.SrttUs == 0 || f.Cwnd == 0 || f.MSS == 0 {
+				t.Errorf("sending flow %s -> %s: srtt %d, cwnd %d, mss %d", f.Src, f.Dst, f.SrttUs, f.Cwnd, f.MSS)
+			}
+		}
+	}
+	if sending != cfg.Streams {
+		t.Errorf("%d sending flows, want %d", sending, cfg.Streams)
+	}
+	flows, err := run.Flows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked, wrote uint64
+	for _, f := range flows {
+		if f.TCPBytesAcked != nil {
+			acked += *f.TCPBytesAcked
+		}
+	}
+	for _, s := range res.Sent {
+		wrote += s.AppBytes
+	}
+	// A socket opened after the first read also counts its SYN, the
+	// generator's hello message (before it counts app bytes) and its FIN:
+	// at most 64 bytes per stream beyond what the application wrote.
+	if acked < wrote || acked > wrote+64*uint64(cfg.Streams) {
+		t.Errorf("tcp_bytes_acked %d over the run, the senders wrote %d", acked, wrote)
+	}
+}

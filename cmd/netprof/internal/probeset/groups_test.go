@@ -17,7 +17,7 @@ func TestParse(t *testing.T) {
 		{"tcp", []string{"tcp"}, ""},
 		{" netdev , tcp,netdev", []string{"netdev", "tcp"}, ""},
 		{"default", Default, ""},
-		{"tcp,bogus", nil, `unknown probe group "bogus": want all, default, or some of netdev,xmit,napi,softirq,tcp,sockstate,tcpsock`},
+		{"tcp,bogus", nil, `unknown probe group "bogus": want all, default, or some of netdev,napi,softirq,tcp,sockstate,tcpsock`},
 	} {
 		got, err := Parse(tc.in)
 		if tc.wantErr != "" {
