@@ -32,8 +32,10 @@ KERNEL_BENCH_RUN := ^Test(Counting|RetransmitsMatchKernel|Softirq|ProbeRTT|Bench
 # packets late (connect and min RTT 1-4 ms over nominal), ten probe attaches
 # outlast the 10 s load run they must land in (~2-3 s each), and a busy vCPU
 # loses timer ticks (/proc/stat 6% short of wall time on 6.1 with 240
-# possible CPUs; the test allows 4 ticks + 3%).
-VMTEST_SKIP      := ^(TestDelayedRTTAndThroughput|TestProbeRTTThroughDelayLine|TestSoftirqAttachUnderLoad|TestBenchProcStatColumns)$$
+# possible CPUs; the test allows 4 ticks + 3%), and a guest whose vCPUs
+# share one host thread (single-threaded TCG) cannot fill a 1 Gbit/s
+# shaper (0.38 Gbit/s on 6.1).
+VMTEST_SKIP      := ^(TestDelayedRTTAndThroughput|TestProbeRTTThroughDelayLine|TestSoftirqAttachUnderLoad|TestBenchProcStatColumns|TestRoutedShaped)$$
 VMTEST_FLAGS     ?= -cpus 2 -timeout 25m -test-timeout 10m -v
 
 test-kernels: ## kernel tests on Debian 6.1 (240 possible CPUs) and 6.12 in QEMU and on this kernel (KERNELS="6.1 6.12 host"; qemu-system-x86, busybox-static; host part as root; ~12 min)

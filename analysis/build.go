@@ -44,8 +44,8 @@ type Tables struct {
 	// Blob are traffic rows with the blob columns (requests, http_503,
 	// http_500, http_other_errors); empty for TCP-only runs.
 	Blob []BlobRow
-	// Probes are probes.parquet rows; only the map rows ("map:netdev",
-	// "map:tcp") are read.
+	// Probes are probes.parquet rows: the map rows ("map:netdev",
+	// "map:tcp") and the programs' run time (ProbeCost).
 	Probes []trace.ProbeRow
 }
 
@@ -80,6 +80,7 @@ type builder struct {
 	flows   flowAcc
 	blob    blobAcc
 	maps    mapAcc
+	cost    probeCostAcc
 }
 
 // build runs the phases: traffic and ifaces first (they define the
@@ -141,7 +142,13 @@ func (b *builder) scanPhase2(src sources) error {
 	if err := scanTable(b, "traffic.parquet (blob columns)", src.blob, b.blob.add(b)); err != nil {
 		return err
 	}
-	return scanTable(b, trace.ProbesFile, src.probes, b.maps.add(b))
+	maps := b.maps.add(b)
+	return scanTable(b, trace.ProbesFile, src.probes, func(rows []trace.ProbeRow) error {
+		for i := range rows {
+			b.cost.row(b, &rows[i])
+		}
+		return maps(rows)
+	})
 }
 
 // scanTable feeds src to fn; a missing table reads as empty with a note.
@@ -210,6 +217,7 @@ func (b *builder) finish() {
 	b.flows.finish(b)
 	b.blob.finish(b)
 	b.maps.finish(b)
+	b.cost.finish(b)
 	b.retransmits()
 	b.gaps()
 	b.bdp()

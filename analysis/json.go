@@ -33,12 +33,16 @@ type JSONReport struct {
 	Retransmits     JSONRetransmits `json:"retransmits"`
 	// FlowTable and SocketTable are the BPF flow and TCP socket tables
 	// over the run; null when the trace has no rows of them.
-	FlowTable      *JSONFlowTable   `json:"flow_table"`
-	SocketTable    *JSONSocketTable `json:"tcp_socket_table"`
-	Verdicts       []JSONVerdict    `json:"verdicts"`
-	FiredVerdicts  []string         `json:"fired_verdicts"`
-	Notes          []string         `json:"notes"`
-	PrimaryCounter string           `json:"primary_counter"`
+	FlowTable   *JSONFlowTable   `json:"flow_table"`
+	SocketTable *JSONSocketTable `json:"tcp_socket_table"`
+	// ProbeCost is what netprof's BPF programs took over cpu_window; null
+	// when not measured (probe_cost_na says why).
+	ProbeCost      *JSONProbeCost `json:"probe_cost"`
+	ProbeCostNA    string         `json:"probe_cost_na,omitempty"`
+	Verdicts       []JSONVerdict  `json:"verdicts"`
+	FiredVerdicts  []string       `json:"fired_verdicts"`
+	Notes          []string       `json:"notes"`
+	PrimaryCounter string         `json:"primary_counter"`
 }
 
 // JSONThroughput holds both directions.

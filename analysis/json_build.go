@@ -26,6 +26,7 @@ func (r *Report) JSON() JSONReport {
 	}
 	out.RTT = jsonRTT(r.RTT)
 	out.FlowTable, out.SocketTable = jsonFlowTable(r.FlowTable), jsonSocketTable(r.SocketTable)
+	out.ProbeCost, out.ProbeCostNA = jsonProbeCost(r)
 	bytesOff, retxOff := r.FlowBytesOff() != "", r.FlowRetxOff() != ""
 	for _, p := range r.Peers {
 		out.Peers = append(out.Peers, JSONPeer{Peer: p.Peer, Flows: p.Flows, TxBytes: optU64(p.TxBytes, bytesOff),

@@ -53,3 +53,29 @@ func jsonSocketTable(t *MapTable) *JSONSocketTable {
 	return &JSONSocketTable{Entries: optU32(t.Entries), MaxEntriesUsed: t.MaxEntriesUsed,
 		RefusedEvents: t.UpdateFailures, DeletedIdle: t.DeletedIdle}
 }
+
+// JSONProbeCost is ProbeCost with units in keys.
+type JSONProbeCost struct {
+	Window       string   `json:"window"`
+	RunTimeNs    uint64   `json:"run_time_ns"`
+	Runs         uint64   `json:"runs"`
+	NsPerRun     float64  `json:"ns_per_run"`
+	WindowNs     uint64   `json:"window_ns"`
+	CPUs         int      `json:"cpus"`
+	HostPct      float64  `json:"host_cpu_pct"`
+	BusiestCPU   int      `json:"busiest_cpu"`
+	BusiestNetRx *float64 `json:"busiest_cpu_net_rx_pct"`
+}
+
+func jsonProbeCost(r *Report) (*JSONProbeCost, string) {
+	c := r.ProbeCost
+	if c == nil {
+		return nil, r.reason(figProbeCost, "probes off")
+	}
+	out := &JSONProbeCost{Window: c.Window, RunTimeNs: c.RunNs, Runs: c.Events, NsPerRun: c.NsPerEvent(),
+		WindowNs: c.WindowNs, CPUs: c.CPUs, HostPct: 100 * c.HostShare, BusiestCPU: c.BusiestCPU}
+	if c.BusiestNetRxShare != nil {
+		out.BusiestNetRx = optF(100**c.BusiestNetRxShare, false)
+	}
+	return out, ""
+}

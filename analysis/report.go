@@ -253,6 +253,9 @@ type Report struct {
 	BusiestMedianShare float64
 	// Heat is the per-CPU NET_RX share over the whole run; nil without rows.
 	Heat *CPUHeat
+	// ProbeCost is what netprof's BPF programs themselves took over
+	// CPUWindow; nil when not measured (reasons[figProbeCost] says why).
+	ProbeCost *ProbeCost
 	// HostCPU is every CPU's /proc/stat time over CPUWindow added up; nil
 	// when no cpus row there has the proc_* columns (the reason is
 	// reasons[figProcStat]).

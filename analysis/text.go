@@ -27,6 +27,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeDirection(p, &r.Rx, "receiving")
 	r.writeDirection(p, &r.Tx, "sending")
 	r.writeCPUs(p)
+	p.line("")
+	p.line("probes' own cost, window: %s: %s", orDash(r.CPUWindow), r.ProbeCostLine())
 	r.writeRTT(p)
 	r.writePeers(p)
 	r.writeFlows(p)

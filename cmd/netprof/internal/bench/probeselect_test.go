@@ -96,6 +96,13 @@ func TestBenchDefaultProbes(t *testing.T) {
 			t.Errorf("program %s: attached %v reason %q", p.Name, p.Attached, p.Reason)
 		}
 	}
+	// bench turns BPF run-time stats on by default: the report says what
+	// the programs took (a few percent of the host at most here).
+	if c := res.Report.ProbeCost; c == nil || c.Events == 0 || c.HostShare <= 0 || c.HostShare > 0.5 {
+		t.Errorf("probe cost %+v: %s", c, res.Report.ProbeCostLine())
+	} else {
+		t.Logf("probes' own cost: %s", res.Report.ProbeCostLine())
+	}
 	if why := res.Report.FlowRetxOff(); why != "" || res.Report.FlowRetransmits == nil {
 		t.Errorf("flow retransmits unmeasured: %q", why)
 	}
