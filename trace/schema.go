@@ -117,6 +117,19 @@ type CPURow struct {
 	// ProcTotalNs is every mode: busy + idle + iowait + steal, about
 	// interval_ns (within the tick resolution).
 	ProcTotalNs *uint64 `parquet:"proc_total_ns,optional"`
+
+	// From /proc/net/softnet_stat (the kernel's per-CPU softnet_data),
+	// read in the same tick, per interval: skbs the receive path processed
+	// on this CPU, packets dropped because its backlog queue was full,
+	// time squeezes (net_rx_action stopped with work left: its packet
+	// budget or time ran out), RPS IPIs received, flow-limit drops. Null
+	// when not read (watch and blob traces, older traces, a CPU missing
+	// from either read); all five are null or set together.
+	SoftnetProcessed      *uint64 `parquet:"softnet_processed,optional"`
+	SoftnetDropped        *uint64 `parquet:"softnet_dropped,optional"`
+	SoftnetTimeSqueeze    *uint64 `parquet:"softnet_time_squeeze,optional"`
+	SoftnetReceivedRPS    *uint64 `parquet:"softnet_received_rps,optional"`
+	SoftnetFlowLimitDrops *uint64 `parquet:"softnet_flow_limit_drops,optional"`
 }
 
 // FlowRow is one flow × interval, as seen in one network namespace on one

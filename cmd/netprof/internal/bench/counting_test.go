@@ -227,6 +227,36 @@ func checkCounting(t *testing.T, opt testbed.Options, family uint8) {
 	checkFlows(t, cr, family)
 	checkWire(t, cr)
 	checkTCPSock(t, cr)
+	checkSoftnet(t, cr)
+}
+
+// checkSoftnet checks the cpus rows' softnet_processed (the kernel's
+// per-CPU count of skbs through the receive path, host-wide) against the
+// skbs both veth ends received (netlink rx_packets, which count skbs on
+// veth) over the same intervals: at least those, and at most 1% + 200
+// more (packets of other interfaces of the host in the same window).
+func checkSoftnet(t *testing.T, cr *countedRun) {
+	t.Helper()
+	cpus, err := cr.run.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var processed uint64
+	rows := 0
+	for _, c := range cpus {
+		if c.SoftnetProcessed != nil {
+			processed += *c.SoftnetProcessed
+			rows++
+		}
+	}
+	var veth uint64
+	for _, h := range []*testbed.Host{cr.bed.A(), cr.bed.B()} {
+		veth += cr.ifaceTotals(t, h).nl[0].skbs
+	}
+	t.Logf("softnet_processed %d over %d cpus rows; veth rx skbs (netlink) %d", processed, rows, veth)
+	if rows == 0 || processed < veth || processed > veth+veth/100+200 {
+		t.Errorf("softnet_processed %d over %d rows, want the veth ends' %d received skbs (+1%% +200)", processed, rows, veth)
+	}
 }
 
 // checkTCPSock checks the socket iterator's columns of every stream's flow

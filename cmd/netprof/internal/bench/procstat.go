@@ -2,6 +2,7 @@ package bench
 
 import (
 	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -9,9 +10,10 @@ import (
 // test can bracket each reading with its own).
 var readCPU = cpustat.Read
 
-// procStatSampler reads /proc/stat (and getrusage) once per interval, in
-// the recorder's tick right after the BPF samplers: it fills the proc_*
-// columns of the interval's cpus rows and keeps the interval's host and
+// procStatSampler reads /proc/stat (and getrusage) and
+// /proc/net/softnet_stat once per interval, in the recorder's tick right
+// after the BPF samplers: it fills the proc_* and softnet_* columns of the
+// interval's cpus rows and keeps the interval's host and
 // process CPU use for the timeline. It adds no cpus rows of its own: the
 // rows' BPF columns are not nullable, so a row it made (--no-bpf, or no
 // probe group that counts per CPU) would claim 0 ns of NET_RX softirq;
@@ -20,6 +22,8 @@ var readCPU = cpustat.Read
 type procStatSampler struct {
 	prev cpustat.Sample
 	ok   bool // prev is a reading
+	// softnet is the previous /proc/net/softnet_stat reading (nil: none).
+	softnet softnet.Sample
 	// last is the usage over the latest interval; lastOK false when it
 	// was not measured (no reading at its start or end).
 	last   cpustat.Usage
@@ -36,6 +40,7 @@ func (s *procStatSampler) Baseline() error {
 	var err error
 	s.prev, err = readCPU()
 	s.ok, s.lastOK = err == nil, false
+	s.softnet, _ = readSoftnet() // unreadable: the softnet columns stay null
 	return nil
 }
 
@@ -43,6 +48,13 @@ func (s *procStatSampler) Baseline() error {
 // cpus rows with each CPU's time since the previous reading.
 func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
 	s.lastOK = false
+	sn, snErr := readSoftnet()
+	if snErr == nil && s.softnet != nil {
+		for i := range iv.CPUs {
+			fillSoftnet(&iv.CPUs[i], s.softnet, sn)
+		}
+	}
+	s.softnet = sn
 	cur, err := readCPU()
 	if err != nil {
 		s.ok = false
@@ -69,6 +81,23 @@ func fillProcStat(row *trace.CPURow, a, b cpustat.Sample) {
 	}
 	soft, busy, total := uint64(d.SoftIRQ), uint64(d.Busy()), uint64(d.Total())
 	row.ProcSoftirqNs, row.ProcBusyNs, row.ProcTotalNs = &soft, &busy, &total
+}
+
+// readSoftnet reads /proc/net/softnet_stat (a variable for tests).
+var readSoftnet = softnet.Read
+
+// fillSoftnet sets row's softnet_* columns from its CPU's counters between
+// a and b; they stay null when that CPU is missing from either.
+func fillSoftnet(row *trace.CPURow, a, b softnet.Sample) {
+	ca, okA := a[int(row.CPU)]
+	cb, okB := b[int(row.CPU)]
+	if !okA || !okB {
+		return
+	}
+	d := cb.Sub(ca)
+	v := []uint64{uint64(d.Processed), uint64(d.Dropped), uint64(d.TimeSqueezed), uint64(d.ReceivedRPS), uint64(d.FlowLimit)}
+	row.SoftnetProcessed, row.SoftnetDropped, row.SoftnetTimeSqueeze = &v[0], &v[1], &v[2]
+	row.SoftnetReceivedRPS, row.SoftnetFlowLimitDrops = &v[3], &v[4]
 }
 
 // usage returns the host and process CPU use over the latest interval.
