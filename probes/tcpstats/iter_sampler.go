@@ -158,9 +158,10 @@ func (s *IterSampler) add(iv *trace.Interval, rows rowIndex, p SockInfo, c *Sock
 
 // went reports whether c's totals are below p's: the socket was closed
 // and another one opened with the same addresses.
+// Only counters that never go back on a live socket are compared: the
+// chrono times include the running chrono up to the read and are not.
 func went(p, c SockInfo) bool {
-	return c.BytesAcked < p.BytesAcked || c.BytesReceived < p.BytesReceived || c.TotalRetrans < p.TotalRetrans ||
-		c.BusyJiffies < p.BusyJiffies
+	return c.BytesAcked < p.BytesAcked || c.BytesReceived < p.BytesReceived || c.TotalRetrans < p.TotalRetrans
 }
 
 func (s *IterSampler) fill(row *trace.FlowRow, p, c *SockInfo) {
@@ -168,7 +169,7 @@ func (s *IterSampler) fill(row *trace.FlowRow, p, c *SockInfo) {
 	row.SrttUs, row.SndCwnd, row.MinRttUs, row.MSS = ptr(c.SrttUs), ptr(c.SndCwnd), ptr(c.MinRttUs), ptr(c.MSS)
 	row.TCPBytesAcked = ptr(c.BytesAcked - p.BytesAcked)
 	row.TCPBytesReceived = ptr(c.BytesReceived - p.BytesReceived)
-	if us, ok := s.jiffy.Micros(c.BusyJiffies - p.BusyJiffies); ok {
+	if us, ok := s.jiffy.Micros(c.BusyJiffies - min(p.BusyJiffies, c.BusyJiffies)); ok {
 		row.TCPBusyUs = ptr(us)
 		rw, _ := s.jiffy.Micros(c.RwndLimitedJiffies - min(p.RwndLimitedJiffies, c.RwndLimitedJiffies))
 		sb, _ := s.jiffy.Micros(c.SndbufLimitedJiffies - min(p.SndbufLimitedJiffies, c.SndbufLimitedJiffies))

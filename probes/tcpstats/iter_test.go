@@ -12,6 +12,7 @@ import (
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -256,5 +257,32 @@ func TestIterClosedSockets(t *testing.T) {
 	}
 	if snd.Local.Addr() != a.Addr || snd.Remote != netip.AddrPortFrom(b.Addr, 5302) {
 		t.Errorf("sender key %v -> %v, want %v -> %v:5302", snd.Local, snd.Remote, local, b.Addr)
+	}
+}
+
+// A socket whose busy time reads lower than at the previous read (the
+// running chrono is added up to each read) is not taken for a new socket:
+// its interval is the growth of its byte and retransmit counters, busy 0.
+// One whose byte counters went back was re-created: counted from zero.
+func TestIterSamplerCountsFromPrevious(t *testing.T) {
+	s := &IterSampler{}
+	s.jiffy.us = 4000 // HZ 250
+	k := Key{Netns: 1, Family: 4, Local: netip.MustParseAddrPort("198.18.0.1:40000"), Remote: netip.MustParseAddrPort("198.18.0.2:5001")}
+	p := SockInfo{Key: k, BytesAcked: 1000, TotalRetrans: 5, BusyJiffies: 10, SegsOut: 10}
+	c := SockInfo{Key: k, BytesAcked: 1500, TotalRetrans: 7, BusyJiffies: 9, SegsOut: 15}
+	var iv trace.Interval
+	s.add(&iv, flowIndex(&iv), p, &c)
+	if len(iv.Flows) != 1 {
+		t.Fatalf("%d rows", len(iv.Flows))
+	}
+	r := iv.Flows[0]
+	if *r.TCPBytesAcked != 500 || r.Retransmits != 2 || *r.TCPBusyUs != 0 {
+		t.Errorf("row: acked %d, retransmits %d, busy %d µs; want 500, 2, 0", *r.TCPBytesAcked, r.Retransmits, *r.TCPBusyUs)
+	}
+	c.BytesAcked = 300 // a new socket with the same addresses
+	iv = trace.Interval{}
+	s.add(&iv, flowIndex(&iv), p, &c)
+	if r := iv.Flows[0]; *r.TCPBytesAcked != 300 || r.Retransmits != 7 || *r.TCPBusyUs != 36000 {
+		t.Errorf("re-created socket: acked %d, retransmits %d, busy %d µs; want 300, 7, 36000", *r.TCPBytesAcked, r.Retransmits, *r.TCPBusyUs)
 	}
 }
