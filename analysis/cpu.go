@@ -20,8 +20,10 @@ type cpuWin struct {
 	maxShare                             float64
 	maxAt                                time.Time
 	intervals, busiest                   int
-	// proc sums the /proc/stat columns of the rows that have them.
-	proc procWin
+	// proc sums the /proc/stat columns of the rows that have them;
+	// softnet the softnet_* columns.
+	proc    procWin
+	softnet SoftnetStat
 }
 
 // busiestAt is the largest NET_RX share of one interval and whose it is;
@@ -101,6 +103,7 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 	c.polls += x.NapiPolls
 	c.exh += x.NapiBudgetExhausted
 	c.proc.add(x)
+	c.softnet.add(x)
 	c.intervals++
 	if share > c.maxShare || c.intervals == 1 {
 		c.maxShare, c.maxAt = share, x.Time
@@ -164,6 +167,10 @@ func (c *cpuWin) stat(cpu int) CPUStat {
 		s.ExhaustedRatio = float64(c.exh) / float64(c.polls)
 	}
 	s.Proc, s.ProcMissing = c.proc.shares()
+	if c.softnet.Intervals > 0 {
+		sn := c.softnet
+		s.Softnet = &sn
+	}
 	return s
 }
 
@@ -247,4 +254,28 @@ func (h *heatAcc) result(shown func(int32) bool) *CPUHeat {
 		out.Share = append(out.Share, row)
 	}
 	return out
+}
+
+// SoftnetStat sums a CPU's softnet_* columns (the kernel's per-CPU
+// softnet_data, /proc/net/softnet_stat) over the rows that have them.
+type SoftnetStat struct {
+	// Processed counts skbs through the receive path on the CPU; Dropped
+	// packets its full backlog refused; TimeSqueeze the times
+	// net_rx_action stopped with work left (budget or time ran out);
+	// ReceivedRPS RPS IPIs; FlowLimitDrops flow-limit drops.
+	Processed, Dropped, TimeSqueeze, ReceivedRPS, FlowLimitDrops uint64
+	Intervals                                                    int
+}
+
+func (s *SoftnetStat) add(x *trace.CPURow) {
+	if x.SoftnetProcessed == nil || x.SoftnetDropped == nil || x.SoftnetTimeSqueeze == nil ||
+		x.SoftnetReceivedRPS == nil || x.SoftnetFlowLimitDrops == nil {
+		return
+	}
+	s.Processed += *x.SoftnetProcessed
+	s.Dropped += *x.SoftnetDropped
+	s.TimeSqueeze += *x.SoftnetTimeSqueeze
+	s.ReceivedRPS += *x.SoftnetReceivedRPS
+	s.FlowLimitDrops += *x.SoftnetFlowLimitDrops
+	s.Intervals++
 }

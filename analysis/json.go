@@ -119,6 +119,14 @@ type JSONCPU struct {
 	// tick-sampled), null when not recorded.
 	ProcSoftirqPct *float64 `json:"proc_stat_all_softirq_pct"`
 	ProcBusyPct    *float64 `json:"proc_stat_busy_pct"`
+	// Softnet* are /proc/net/softnet_stat counters over the window (skbs
+	// processed, backlog drops, time squeezes, RPS IPIs, flow-limit
+	// drops), null when not recorded.
+	SoftnetProcessed   *uint64 `json:"softnet_processed"`
+	SoftnetDropped     *uint64 `json:"softnet_dropped"`
+	SoftnetTimeSqueeze *uint64 `json:"softnet_time_squeeze"`
+	SoftnetReceivedRPS *uint64 `json:"softnet_received_rps"`
+	SoftnetFlowLimit   *uint64 `json:"softnet_flow_limit_drops"`
 }
 
 // JSONHostCPU is HostCPU: every CPU's /proc/stat time over the CPU window.

@@ -51,6 +51,10 @@ func jsonCPU(c CPUStat, softirqOff bool) JSONCPU {
 	if p := c.Proc; p != nil {
 		out.ProcSoftirqPct, out.ProcBusyPct = optF(100*p.Softirq, false), optF(100*p.Busy, false)
 	}
+	if sn := c.Softnet; sn != nil {
+		out.SoftnetProcessed, out.SoftnetDropped, out.SoftnetTimeSqueeze = ptrU64(sn.Processed), ptrU64(sn.Dropped), ptrU64(sn.TimeSqueeze)
+		out.SoftnetReceivedRPS, out.SoftnetFlowLimit = ptrU64(sn.ReceivedRPS), ptrU64(sn.FlowLimitDrops)
+	}
 	return out
 }
 

@@ -122,6 +122,9 @@ type CPUStat struct {
 	// /proc/stat did not advance (the reason is ProcMissing).
 	Proc        *ProcShares
 	ProcMissing string
+	// Softnet is the CPU's softnet_stat counters over the window; nil when
+	// its rows there lack the softnet_* columns.
+	Softnet *SoftnetStat
 }
 
 // ProcShares are /proc/stat time shares (cpus.proc_* columns, USER_HZ

@@ -42,6 +42,11 @@ func ruleSoftirq(f *facts) Verdict {
 	if len(napi) > 0 {
 		v.Evidence = append(v.Evidence, fmt.Sprintf("NAPI budget exhausted on %v", napi))
 	}
+	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU && c.Softnet != nil {
+			v.Evidence = append(v.Evidence, fmt.Sprintf("CPU %d softnet_stat over the %s: %s", c.CPU, r.CPUWindow, softnetText(c.Softnet)))
+		}
+	}
 	below, _ := f.belowRated()
 	v.Evidence = append(v.Evidence, f.linkEvidence())
 	switch {

@@ -40,6 +40,9 @@ func (r *Report) writeCPUs(p *printer) {
 			p.line("  busiest CPU: %d (NET_RX softirq %.1f%% of the %s%s); per interval the busiest CPU's share has median %s, CPU %d busiest in %d of %d intervals",
 				c.CPU, c.Share*100, r.CPUWindow, allSoftirq(c), pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals)
 		}
+		if c.CPU == r.BusiestCPU && c.Softnet != nil {
+			p.line("  CPU %d softnet (/proc/net/softnet_stat, %s): %s", c.CPU, r.CPUWindow, softnetText(c.Softnet))
+		}
 	}
 	if h := r.HostCPU; h != nil {
 		p.line("  host, all %d CPUs (/proc/stat, %s): busy %s, softirq of every vector %s", h.CPUs, r.CPUWindow, pct(h.Busy), pct(h.Softirq))
@@ -308,4 +311,11 @@ func (r *Report) ExhaustedCell(c CPUStat) string {
 		return na("no polls")
 	}
 	return fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)
+}
+
+// softnetText describes a CPU's softnet counters in words.
+func softnetText(sn *SoftnetStat) string {
+	return fmt.Sprintf("%d skbs processed, %d time squeezes (net_rx_action stopped with work left: budget or time), "+
+		"%d backlog drops, %d flow-limit drops, %d RPS IPIs received", sn.Processed, sn.TimeSqueeze, sn.Dropped,
+		sn.FlowLimitDrops, sn.ReceivedRPS)
 }
