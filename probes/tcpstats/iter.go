@@ -263,7 +263,7 @@ func sockInfo(v *bpf.TcpiterNpTcpRec) SockInfo {
 // time without knowing CONFIG_HZ: it watches the iterator's two clocks
 // (bpf_ktime_get_ns and bpf_jiffies64 at each read) and, once they are
 // far enough apart, takes the standard HZ (100, 250, 300, 1000) their
-// ratio is within 2% of (else the ratio itself).
+// ratio is within 8% of (else the ratio itself).
 type Jiffy struct {
 	firstNs, firstJ uint64
 	us              float64 // µs per jiffy; 0 until known
@@ -288,7 +288,9 @@ func (c *Jiffy) Observe(ns, jiffies uint64) {
 	}
 	hz := float64(jiffies-c.firstJ) / (float64(ns-c.firstNs) / 1e9)
 	for _, std := range []float64{100, 250, 300, 1000} {
-		if hz > std*0.98 && hz < std*1.02 {
+		// Within 8% (the windows do not overlap): a guest that loses
+		// timer ticks under emulation advances jiffies a few % slow.
+		if hz > std*0.92 && hz < std*1.08 {
 			hz = std
 		}
 	}
