@@ -274,8 +274,12 @@ func TestSoftirqVsTracefs(t *testing.T) {
 			// much). So per softirq they may differ by up to twice the
 			// probe's entry+exit run time: ~0.4 µs here, several µs
 			// under QEMU's emulation, where that exceeds 5% (counts
-			// equal, time 6.5% apart seen on 6.1 and 6.12).
-			tol := max(softirqTolerance*w, softirqFloorNs, 2*float64(want.count[v.vec])*skew)
+			// equal, time 6.5% apart seen on 6.1 and 6.12). A guest whose
+			// vCPUs take turns on one host thread (single-threaded TCG)
+			// can also switch vCPUs between the two callbacks: twice that
+			// again is allowed (3.1 µs per softirq seen on 6.12 with 1.0
+			// µs of program time). On the host 5% is the larger bound.
+			tol := max(softirqTolerance*w, softirqFloorNs, 4*float64(want.count[v.vec])*skew)
 			t.Logf("cpu%d %s: probe %9.3f ms (%6d) tracefs %9.3f ms (%6d): %+.2f%% (%+.3f ms)", cpu, v.name,
 				g/1e6, got.count[v.vec], w/1e6, want.count[v.vec], 100*(g-w)/max(w, 1), (g-w)/1e6)
 			if math.Abs(g-w) > tol {
@@ -312,7 +316,7 @@ func callbackSkewNs(t *testing.T, run *trace.Run) float64 {
 			skew += float64(ns[i]) / float64(n[i])
 		}
 	}
-	t.Logf("softirq programs: %.0f ns per entry+exit (twice that allowed per softirq between the probe's and tracefs's clocks)", skew)
+	t.Logf("softirq programs: %.0f ns per entry+exit (four times that allowed per softirq between the probe's and tracefs's clocks)", skew)
 	return skew
 }
 
