@@ -199,10 +199,10 @@ type FlowRow struct {
 	TCPRwndLimitedUs   *uint64 `parquet:"tcp_rwnd_limited_us,optional"`
 	TCPSndbufLimitedUs *uint64 `parquet:"tcp_sndbuf_limited_us,optional"`
 	// TCPDeliveryRateBps is the latest delivery rate sample (bit/s,
-	// decimal), as tcpi_delivery_rate; TCPDeliveryAppLimited says the
-	// application, not the network, limited that sample.
+	// decimal), as tcpi_delivery_rate; TCPDeliveryAppLimited is 1 when
+	// the application, not the network, limited that sample, else 0.
 	TCPDeliveryRateBps    *uint64 `parquet:"tcp_delivery_rate_bps,optional"`
-	TCPDeliveryAppLimited *bool   `parquet:"tcp_delivery_app_limited,optional"`
+	TCPDeliveryAppLimited *uint8  `parquet:"tcp_delivery_app_limited,optional"`
 	TCPLastRttUs          *uint32 `parquet:"tcp_last_rtt_us,optional"`   // the latest RTT sample
 	TCPSndWndBytes        *uint32 `parquet:"tcp_snd_wnd_bytes,optional"` // the peer's advertised window
 	TCPRcvWndBytes        *uint32 `parquet:"tcp_rcv_wnd_bytes,optional"` // this socket's advertised window

@@ -177,7 +177,11 @@ func (s *IterSampler) fill(row *trace.FlowRow, p, c *SockInfo) {
 	}
 	if bps, ok := c.DeliveryRateBps(); ok {
 		row.TCPDeliveryRateBps = ptr(uint64(bps))
-		row.TCPDeliveryAppLimited = ptr(c.RateAppLimited)
+		var app uint8
+		if c.RateAppLimited {
+			app = 1
+		}
+		row.TCPDeliveryAppLimited = ptr(app)
 	}
 	if c.LastRttUs != 0 {
 		row.TCPLastRttUs = ptr(c.LastRttUs)
