@@ -36,7 +36,10 @@ const (
 // end of the window and each reader's own overhead are a large share.
 const (
 	softirqTolerance = 0.05
-	softirqFloorNs   = 2e6
+	// softirqEmulatedTolerance is the bound under TCG emulation
+	// (NETPROF_EMULATED, set by tools/vmtest).
+	softirqEmulatedTolerance = 0.25
+	softirqFloorNs           = 2e6
 )
 
 const tracefsRoot = "/sys/kernel/tracing"
@@ -279,7 +282,18 @@ func TestSoftirqVsTracefs(t *testing.T) {
 			// can also switch vCPUs between the two callbacks: twice that
 			// again is allowed (3.1 µs per softirq seen on 6.12 with 1.0
 			// µs of program time). On the host 5% is the larger bound.
-			tol := max(softirqTolerance*w, softirqFloorNs, 4*float64(want.count[v.vec])*skew)
+			frac := softirqTolerance
+			if os.Getenv("NETPROF_EMULATED") != "" {
+				// Under TCG a vCPU can be switched out between the two
+				// callbacks for a whole time slice (14 µs per softirq on
+				// average seen on 6.12): the time is checked loosely there,
+				// the counts exactly.
+				frac = softirqEmulatedTolerance
+				if gc, wc := got.count[v.vec], want.count[v.vec]; gc != wc {
+					t.Errorf("cpu%d %s: probe counted %d softirqs, tracefs %d", cpu, v.name, gc, wc)
+				}
+			}
+			tol := max(frac*w, softirqFloorNs, 4*float64(want.count[v.vec])*skew)
 			t.Logf("cpu%d %s: probe %9.3f ms (%6d) tracefs %9.3f ms (%6d): %+.2f%% (%+.3f ms)", cpu, v.name,
 				g/1e6, got.count[v.vec], w/1e6, want.count[v.vec], 100*(g-w)/max(w, 1), (g-w)/1e6)
 			if math.Abs(g-w) > tol {
