@@ -233,8 +233,9 @@ func checkCounting(t *testing.T, opt testbed.Options, family uint8) {
 // checkSoftnet checks the cpus rows' softnet_processed (the kernel's
 // per-CPU count of skbs through the receive path, host-wide) against the
 // skbs both veth ends received (netlink rx_packets, which count skbs on
-// veth) over the same intervals: at least those, and at most 1% + 200
-// more (packets of other interfaces of the host in the same window).
+// veth) over the same intervals: those (up to the few read between the
+// two sources), and at most 1% + 200 more (packets of other interfaces of
+// the host in the same window).
 func checkSoftnet(t *testing.T, cr *countedRun) {
 	t.Helper()
 	cpus, err := cr.run.CPUs()
@@ -254,8 +255,11 @@ func checkSoftnet(t *testing.T, cr *countedRun) {
 		veth += cr.ifaceTotals(t, h).nl[0].skbs
 	}
 	t.Logf("softnet_processed %d over %d cpus rows; veth rx skbs (netlink) %d", processed, rows, veth)
-	if rows == 0 || processed < veth || processed > veth+veth/100+200 {
-		t.Errorf("softnet_processed %d over %d rows, want the veth ends' %d received skbs (+1%% +200)", processed, rows, veth)
+	// The two are read one after the other in each tick: a packet between
+	// the reads is in one source's interval and the other's next one, and
+	// the last ones in only one of them (±10).
+	if rows == 0 || processed+10 < veth || processed > veth+veth/100+200 {
+		t.Errorf("softnet_processed %d over %d rows, want the veth ends' %d received skbs (-10, +1%% +200)", processed, rows, veth)
 	}
 }
 

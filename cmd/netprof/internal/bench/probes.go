@@ -66,7 +66,9 @@ func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, er
 		}))
 	}
 	tcSpec, err := tcpstats.Spec(tcpstats.Options{})
+	tcpProbe := false
 	if l := ps.set.Load("tcp", tcSpec, err); l != nil {
+		tcpProbe = true
 		r, err := tcpstats.NewReader(l)
 		if err != nil {
 			return fail(err)
@@ -79,7 +81,11 @@ func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, er
 		if err != nil {
 			return fail(err)
 		}
-		ps.samplers = append(ps.samplers, tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return sc.nss }))
+		it := tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return sc.nss })
+		if tcpProbe {
+			it.LeaveRetransmits()
+		}
+		ps.samplers = append(ps.samplers, it)
 	}
 	siSpec, err := softirq.Spec()
 	if l := ps.set.Load("softirq", siSpec, err); l != nil {

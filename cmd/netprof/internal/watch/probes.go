@@ -53,7 +53,11 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 	if l := ps.set.Load("tcpsock", spec, err); l != nil {
 		if r, err := tcpstats.NewIterReader(l); err == nil {
 			nss := []tcpstats.Netns{{Inode: tr.Netns(), Do: do}}
-			ps.tcpsock = tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return nss })
+			it := tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return nss })
+			if ps.tcp != nil {
+				it.LeaveRetransmits()
+			}
+			ps.tcpsock = it
 		}
 	}
 	spec, err = softirq.Spec()
