@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -30,16 +31,20 @@ func TestRoutedShaped(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "rate 1Gbit ceil 1Gbit burst 26") {
 		t.Errorf("tc class show: %v: %s", err, out)
 	}
-	total, elapsed, _ := runAB(t, b, 4)
+	total, elapsed, _, midBps := runABMid(t, b, 4)
 	gbps := float64(total) * 8 / elapsed.Seconds() / 1e9
 	drops, err := b.QdiscDrops()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("routed, HTB 1 Gbit/s, bfifo 128 KiB, 4 streams: %.3f Gbit/s (app, whole run); qdisc drops %d", gbps, drops)
-	// 1 s including handshakes and start-up: somewhat below the rate.
-	if gbps > 1.0 || gbps < 0.6 {
-		t.Errorf("%.3f Gbit/s through a 1 Gbit/s shaper", gbps)
+	t.Logf("routed, HTB 1 Gbit/s, bfifo 128 KiB, 4 streams: %.3f Gbit/s (app, whole run, %v); B's rx %.3f Gbit/s (L2, 0.3-0.9 s); qdisc drops %d",
+		gbps, elapsed.Round(time.Millisecond), midBps/1e9, drops)
+	// The steady middle of the run: near the rate (L2 bytes, a little
+	// above the shaper's count at most), never far above. The whole-run
+	// figure can halve when a FIN is retransmitted behind the full queue
+	// (0.40 Gbit/s seen in CI), so it only must not exceed the rate.
+	if midBps > 1.05e9 || midBps < 0.7e9 || gbps > 1.0 {
+		t.Errorf("%.3f Gbit/s in the middle of the run (%.3f whole run) through a 1 Gbit/s shaper", midBps/1e9, gbps)
 	}
 	if drops == 0 {
 		t.Error("no qdisc drops")

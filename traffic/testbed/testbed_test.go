@@ -89,6 +89,16 @@ func TestNewTrafficClose(t *testing.T) {
 // handshakes to the end of the run, and veth rx bytes.
 func runAB(t *testing.T, b *testbed.Bed, streams int) (uint64, time.Duration, uint64) {
 	t.Helper()
+	total, elapsed, rx, _ := runABMid(t, b, streams)
+	return total, elapsed, rx
+}
+
+// runABMid is runAB that also returns B's received L2 rate (netlink
+// rx_bytes, bit/s) between 0.3 s and 0.9 s into the 1 s run: the steady
+// middle, which neither start-up nor a FIN retransmitted behind a full
+// queue at the end (Run then returns a second late) can move.
+func runABMid(t *testing.T, b *testbed.Bed, streams int) (uint64, time.Duration, uint64, float64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rxBefore := rxBytes(t, b.B())
@@ -108,8 +118,18 @@ func runAB(t *testing.T, b *testbed.Bed, streams int) (uint64, time.Duration, ui
 		t.Fatalf("connect: %v", err)
 	}
 	start := time.Now()
+	mid := make(chan float64, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		a := rxBytesErr(b.B())
+		t0 := time.Now()
+		time.Sleep(600 * time.Millisecond)
+		z := rxBytesErr(b.B())
+		mid <- float64(z-a) * 8 / time.Since(t0).Seconds()
+	}()
 	runErr := s.Run(ctx)
 	elapsed := time.Since(start)
+	midBps := <-mid
 	if err := <-serveErr; err != nil || runErr != nil {
 		t.Fatalf("run: %v; serve: %v", runErr, err)
 	}
@@ -131,7 +151,23 @@ func runAB(t *testing.T, b *testbed.Bed, streams int) (uint64, time.Duration, ui
 	if rx < total {
 		t.Errorf("%s rx grew by %d bytes, less than the %d payload bytes", b.B().Link, rx, total)
 	}
-	return total, elapsed, rx
+	return total, elapsed, rx, midBps
+}
+
+// rxBytesErr is rxBytes for a goroutine that cannot fail the test: 0 when
+// the counters cannot be read (the rate then comes out wrong, and the test
+// fails on it).
+func rxBytesErr(h *testbed.Host) uint64 {
+	nh, err := h.Handle()
+	if err != nil {
+		return 0
+	}
+	defer nh.Close()
+	l, err := nh.LinkByIndex(h.Ifindex())
+	if err != nil || l.Attrs().Statistics == nil {
+		return 0
+	}
+	return l.Attrs().Statistics.RxBytes
 }
 
 func rxBytes(t *testing.T, h *testbed.Host) uint64 {
