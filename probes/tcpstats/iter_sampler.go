@@ -152,19 +152,7 @@ func (s *IterSampler) add(iv *trace.Interval, rows rowIndex, p SockInfo, c *Sock
 		c.SegsOut == p.SegsOut && c.SegsIn == p.SegsIn {
 		return
 	}
-	k := c.Key
-	{
-		row := rows.find(iv, k)
-		if row == nil {
-			iv.Flows = append(iv.Flows, trace.FlowRow{
-				Netns: k.Netns, Family: k.Family, Proto: 6,
-				SrcAddr: k.Local.Addr().String(), SrcPort: k.Local.Port(),
-				DstAddr: k.Remote.Addr().String(), DstPort: k.Remote.Port(),
-			})
-			row = &iv.Flows[len(iv.Flows)-1]
-		}
-		s.fill(row, &p, c)
-	}
+	s.fill(rows.rowFor(iv, c.Key), &p, c)
 }
 
 // went reports whether c's totals are below p's: the socket was closed

@@ -48,15 +48,7 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 		if s.scope != nil && !s.scope(k.Netns) {
 			continue
 		}
-		row := rows.find(iv, k)
-		if row == nil {
-			iv.Flows = append(iv.Flows, trace.FlowRow{
-				Netns: k.Netns, Family: k.Family, Proto: 6,
-				SrcAddr: k.Local.Addr().String(), SrcPort: k.Local.Port(),
-				DstAddr: k.Remote.Addr().String(), DstPort: k.Remote.Port(),
-			})
-			row = &iv.Flows[len(iv.Flows)-1]
-		}
+		row := rows.rowFor(iv, k)
 		fill(row, st, failures)
 	}
 	s.appendMapRow(iv, cur)
@@ -103,6 +95,20 @@ func flowIndex(iv *trace.Interval) rowIndex {
 		}
 	}
 	return idx
+}
+
+// rowFor returns the row of k in iv.Flows, appending one (ifindex 0: on
+// no interface the run counts) when there is none.
+func (idx rowIndex) rowFor(iv *trace.Interval, k Key) *trace.FlowRow {
+	if row := idx.find(iv, k); row != nil {
+		return row
+	}
+	iv.Flows = append(iv.Flows, trace.FlowRow{
+		Netns: k.Netns, Family: k.Family, Proto: 6,
+		SrcAddr: k.Local.Addr().String(), SrcPort: k.Local.Port(),
+		DstAddr: k.Remote.Addr().String(), DstPort: k.Remote.Port(),
+	})
+	return &iv.Flows[len(iv.Flows)-1]
 }
 
 // find returns the row of k in iv.Flows, or nil. Rows appended after the
