@@ -94,13 +94,15 @@ type SockInfo struct {
 }
 
 // DeliveryRateBps returns the latest delivery rate sample in bit/s
-// (decimal), as TCP_INFO computes tcpi_delivery_rate, and false without
-// a sample.
-func (s *SockInfo) DeliveryRateBps() (float64, bool) {
+// (decimal), and false without a sample: 8 × tcpi_delivery_rate, which the
+// kernel computes in integers as rate_delivered × mss × 10⁶ /
+// rate_interval_us bytes/s, rounded down (the same arithmetic here, so the
+// two agree to the bit).
+func (s *SockInfo) DeliveryRateBps() (uint64, bool) {
 	if s.RateIntervalUs == 0 {
 		return 0, false
 	}
-	return float64(s.RateDelivered) * float64(s.MSS) * 8 / (float64(s.RateIntervalUs) / 1e6), true
+	return uint64(s.RateDelivered) * uint64(s.MSS) * 1_000_000 / uint64(s.RateIntervalUs) * 8, true
 }
 
 // IterReader runs the socket iterator.

@@ -177,7 +177,7 @@ func (s *IterSampler) fill(row *trace.FlowRow, p, c *SockInfo) {
 		row.TCPRwndLimitedUs, row.TCPSndbufLimitedUs = ptr(rw), ptr(sb)
 	}
 	if bps, ok := c.DeliveryRateBps(); ok {
-		row.TCPDeliveryRateBps = ptr(uint64(bps))
+		row.TCPDeliveryRateBps = ptr(bps)
 		var app uint8
 		if c.RateAppLimited {
 			app = 1

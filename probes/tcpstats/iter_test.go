@@ -137,11 +137,8 @@ func TestIterMatchesTCPInfo(t *testing.T) {
 		if ti.Rcv_wnd != 0 { // TCP_INFO has tcpi_rcv_wnd from Linux 6.2 (0 before)
 			check("rcv_wnd", uint64(snd.RcvWnd), uint64(ti.Rcv_wnd))
 		}
-		if rate, ok := snd.DeliveryRateBps(); !ok || uint64(rate/8) != ti.Delivery_rate {
-			// TCP_INFO rounds the rate down to bytes/s.
-			if d := rate/8 - float64(ti.Delivery_rate); !ok || d < 0 || d >= 1 {
-				t.Errorf("delivery rate: iterator %.1f B/s (sample %v), TCP_INFO %d B/s", rate/8, ok, ti.Delivery_rate)
-			}
+		if rate, ok := snd.DeliveryRateBps(); !ok || rate != 8*ti.Delivery_rate {
+			t.Errorf("delivery rate: iterator %d bit/s (sample %v), TCP_INFO %d B/s", rate, ok, ti.Delivery_rate)
 		}
 		for _, x := range []struct {
 			name string
