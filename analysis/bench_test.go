@@ -87,7 +87,8 @@ func fillBenchInterval(iv *trace.Interval, end time.Time, i int, src, dst []stri
 	iv.CPUs = iv.CPUs[:0]
 	for c := range 4 {
 		iv.CPUs = append(iv.CPUs, trace.CPURow{Time: end, IntervalNs: 1e9, CPU: int32(c),
-			NetRxSoftirqNs: uint64(200_000_000 * (c + 1)), RxPackets: 1_000_000, NapiPolls: 20_000, NapiBudgetExhausted: 100})
+			NetRxSoftirqNs: u64(200_000_000 * (c + 1)), RxPackets: u64(1_000_000), NapiPolls: u64(20_000),
+			NapiBudgetExhausted: u64(100)})
 	}
 }
 

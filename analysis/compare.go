@@ -79,7 +79,7 @@ func CompareRowOf(r *Report) CompareRow {
 	}
 	for _, c := range r.CPUs {
 		if c.CPU == r.BusiestCPU {
-			row.BusiestCPU, row.BusiestShare = c.CPU, c.Share
+			row.BusiestCPU, row.BusiestShare = c.CPU, r.HotShare(c)
 		}
 	}
 	return row

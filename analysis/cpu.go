@@ -53,6 +53,8 @@ type cpuAcc struct {
 	heat       heatAcc
 	online     cpuOnline
 	rows       int
+	// rxSeen: a row had net_rx_softirq_ns (not null).
+	rxSeen bool
 }
 
 // init sets the window: Primary's steady state, else the whole run.
@@ -83,11 +85,15 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 	a.rows++
 	b.rows.add(x.Time, x.IntervalNs)
 	online := a.online.row(x)
-	if !b.anom.plausibleNs("cpus.net_rx_softirq_ns", x.Time, x.IntervalNs, x.NetRxSoftirqNs) {
-		return
+	rx := val(x.NetRxSoftirqNs) // null: the softirq probe did not run (Report.SoftirqOff)
+	if x.NetRxSoftirqNs != nil {
+		if !b.anom.plausibleNs("cpus.net_rx_softirq_ns", x.Time, x.IntervalNs, rx) {
+			return
+		}
+		a.rxSeen = true
+		a.heat.add(x.CPU, x.Time, x.IntervalNs, rx)
 	}
-	share := float64(x.NetRxSoftirqNs) / float64(x.IntervalNs)
-	a.heat.add(x.CPU, x.Time, x.IntervalNs, x.NetRxSoftirqNs)
+	share := float64(rx) / float64(x.IntervalNs)
 	if !a.whole && !inWindow(x.Time, x.IntervalNs, a.start, a.end) {
 		return
 	}
@@ -96,12 +102,12 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 		c = &cpuWin{}
 		a.per[x.CPU] = c
 	}
-	c.rxNs += x.NetRxSoftirqNs
-	c.txNs += min(x.NetTxSoftirqNs, uint64(x.IntervalNs))
+	c.rxNs += rx
+	c.txNs += min(val(x.NetTxSoftirqNs), uint64(x.IntervalNs))
 	c.ivNs += uint64(x.IntervalNs)
-	c.rxPkts += x.RxPackets
-	c.polls += x.NapiPolls
-	c.exh += x.NapiBudgetExhausted
+	c.rxPkts += val(x.RxPackets)
+	c.polls += val(x.NapiPolls)
+	c.exh += val(x.NapiBudgetExhausted)
 	c.proc.add(x)
 	c.softnet.add(x)
 	c.intervals++
@@ -142,10 +148,19 @@ func (a *cpuAcc) finish(b *builder) {
 		r.note(n)
 	}
 	sort.Slice(r.CPUs, func(i, j int) bool { return r.CPUs[i].CPU < r.CPUs[j].CPU })
-	r.BusiestCPU = busiest(r.CPUs)
 	if why, down := r.programDown("np_si_entry"); down {
 		r.SoftirqOff = "np_si_entry not attached: " + why
+	} else if !a.rxSeen {
+		r.SoftirqOff = "cpus.net_rx_softirq_ns null in every row (the softirq probe did not run)"
 	}
+	r.HotSource = HotNetRx
+	if r.SoftirqOff != "" {
+		r.HotSource = ""
+		if mostSoftirq(r.CPUs) != nil {
+			r.HotSource = HotAllSoftirq
+		}
+	}
+	r.BusiestCPU = busiest(r)
 	if len(r.CPUs) == 0 {
 		r.reasons[figCPU] = "no cpus rows in the " + r.CPUWindow
 	}
@@ -174,13 +189,13 @@ func (c *cpuWin) stat(cpu int) CPUStat {
 	return s
 }
 
-// busiest returns the CPU with the largest Share (lowest CPU number on
-// ties), or -1 for none. stats must be sorted by CPU.
-func busiest(stats []CPUStat) int {
+// busiest returns the CPU with the largest HotShare (lowest CPU number on
+// ties), or -1 for none. r.CPUs must be sorted by CPU.
+func busiest(r *Report) int {
 	best, bestShare := -1, -1.0
-	for _, s := range stats {
-		if s.Share > bestShare {
-			best, bestShare = s.CPU, s.Share
+	for _, s := range r.CPUs {
+		if h := r.HotShare(s); h > bestShare {
+			best, bestShare = s.CPU, h
 		}
 	}
 	return best

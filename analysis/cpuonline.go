@@ -53,9 +53,17 @@ func (o *cpuOnline) row(x *trace.CPURow) bool {
 // active reports whether any counter of x moved or /proc/stat listed its
 // CPU.
 func active(x *trace.CPURow) bool {
-	return x.NetRxSoftirqNs|x.NetRxSoftirqCount|x.NetTxSoftirqNs|x.NetTxSoftirqCount|
-		x.RxPackets|x.RxBytes|x.NapiPolls|x.NapiPackets|x.NapiBudgetExhausted != 0 ||
+	return val(x.NetRxSoftirqNs)|val(x.NetRxSoftirqCount)|val(x.NetTxSoftirqNs)|val(x.NetTxSoftirqCount)|
+		val(x.RxPackets)|val(x.RxBytes)|val(x.NapiPolls)|val(x.NapiPackets)|val(x.NapiBudgetExhausted) != 0 ||
 		x.ProcTotalNs != nil
+}
+
+// val is *p, 0 for a null column.
+func val(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // shown reports whether cpu was online during the run (see cpuOnline).

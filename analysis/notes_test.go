@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestSoftirqProbeNotSelected(t *testing.T) {
 	m.Probes = append(m.Probes, trace.Probe{Name: "np_si_entry", Hook: "irq:softirq_entry", Reason: "not selected (--probes)"})
 	ifaces, cpus, flows, tr := s.Tables()
 	for i := range cpus {
-		cpus[i].NetRxSoftirqNs, cpus[i].NetTxSoftirqNs = 0, 0
+		cpus[i].NetRxSoftirqNs, cpus[i].NetTxSoftirqNs = nil, nil
 	}
 	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: tr}, Options{})
 	if err != nil {
@@ -77,6 +78,52 @@ func TestSoftirqProbeNotSelected(t *testing.T) {
 	v := r.Verdict(RuleSoftirq)
 	if v.Fired() || !strings.Contains(strings.Join(v.Evidence, "\n"), "judged on NAPI budget exhaustion only") {
 		t.Errorf("softirq-bound %s: %s %q", v.Status, v.Summary, v.Evidence)
+	}
+}
+
+// Without the softirq probe (its columns null) and with /proc/stat in the
+// rows, the hot core is the CPU with the most softirq of every vector,
+// labelled as such, and softirq-bound judges on it: fired at 95% on CPU 1,
+// not fired at 40%.
+func TestHotCoreFromProcStat(t *testing.T) {
+	for _, tc := range []struct {
+		soft  float64
+		fired bool
+	}{{0.95, true}, {0.40, false}} {
+		s := analysistest.Scenario{Intervals: 6, RateBps: flat(10e9), CPUs: 3, Softirq: hot(0.99),
+			ProcStat: func(_, c int) (float64, float64) {
+				if c == 1 {
+					return tc.soft, 1
+				}
+				return 0.05, 0.3
+			}}
+		m := s.Manifest()
+		m.Probes = append(m.Probes, trace.Probe{Name: "np_si_entry", Hook: "irq:softirq_entry", Reason: trace.ReasonNotSelected},
+			trace.Probe{Name: "np_nd_napi", Hook: "napi:napi_poll", Reason: trace.ReasonNotSelected})
+		ifaces, cpus, flows, tr := s.Tables()
+		for i := range cpus {
+			cpus[i].NetRxSoftirqNs, cpus[i].NetRxSoftirqCount, cpus[i].NetTxSoftirqNs, cpus[i].NetTxSoftirqCount = nil, nil, nil, nil
+			cpus[i].NapiPolls, cpus[i].NapiPackets, cpus[i].NapiBudgetExhausted = nil, nil, nil
+		}
+		r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: tr}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.HotSource != HotAllSoftirq || r.BusiestCPU != 1 {
+			t.Errorf("proc softirq %.2f: hot source %q, busiest CPU %d, want /proc/stat and CPU 1", tc.soft, r.HotSource, r.BusiestCPU)
+		}
+		v := r.Verdict(RuleSoftirq)
+		ev := strings.Join(v.Evidence, "\n")
+		if v.Fired() != tc.fired || !strings.Contains(ev, fmt.Sprintf("busiest CPU 1: softirq of every vector %s", pct(tc.soft))) {
+			t.Errorf("proc softirq %.2f: softirq-bound %s: %s\n%s", tc.soft, v.Status, v.Summary, ev)
+		}
+		var b strings.Builder
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), fmt.Sprintf("busiest CPU: 1 (softirq of every vector %s of the steady state, /proc/stat", pct(tc.soft))) {
+			t.Errorf("text lacks the busiest CPU line:\n%s", b.String())
+		}
 	}
 }
 

@@ -242,8 +242,12 @@ type Report struct {
 	CPUs                         []CPUStat
 	CPUWindow                    string
 	CPUWindowStart, CPUWindowEnd time.Time
-	// BusiestCPU is the CPU with the largest Share (-1 without cpus rows).
+	// BusiestCPU is the CPU with the largest HotShare (-1 without cpus
+	// rows). HotSource says what HotShare is: HotNetRx (NET_RX softirq
+	// time, BPF) when the softirq probe ran, else HotAllSoftirq (every
+	// softirq vector, /proc/stat) when the rows have it, else "".
 	BusiestCPU int
+	HotSource  string
 	// CPUsNeverOnline counts the CPUs left out of CPUs, BusiestCPU, the
 	// averages and Heat: possible (manifest cpus_possible) or in the cpus
 	// table, and never online during the run (see cpuOnline; Notes says
@@ -357,6 +361,26 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// Hot-core sources (Report.HotSource).
+const (
+	HotNetRx      = "NET_RX softirq (BPF irq:softirq_entry/exit)"
+	HotAllSoftirq = "softirq of every vector (/proc/stat; NET_RX alone not measured)"
+)
+
+// HotShare is the share of c's time the hot-core figures and the softirq
+// rules judge: NET_RX softirq (Share) when the softirq probe ran, else
+// softirq of every vector from /proc/stat (an upper bound of NET_RX,
+// tick-sampled), else 0.
+func (r *Report) HotShare(c CPUStat) float64 {
+	switch {
+	case r.HotSource == HotAllSoftirq && c.Proc != nil:
+		return c.Proc.Softirq
+	case r.HotSource == HotAllSoftirq:
+		return 0
+	}
+	return c.Share
 }
 
 // programDown returns the manifest's reason when program name is listed

@@ -88,7 +88,7 @@ func cpuRows() []trace.CPURow {
 	for _, cpu := range []int32{1, 0} {
 		for i, v := range ms[cpu] {
 			rows = append(rows, trace.CPURow{Time: at(float64(i + 1)), IntervalNs: sec(1), CPU: cpu,
-				NetRxSoftirqNs: v * 1_000_000})
+				NetRxSoftirqNs: ptr(v * 1_000_000)})
 		}
 	}
 	return rows

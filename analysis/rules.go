@@ -21,22 +21,32 @@ func ruleSoftirq(f *facts) Verdict {
 		v.Status, v.Summary = Skipped, r.reason(figCPU, "no cpus rows: probes off")
 		return v
 	}
-	if r.SoftirqOff != "" && !napiSeen(r.CPUs) {
-		v.Status, v.Summary = Skipped, "no NET_RX softirq time or NAPI polls ("+r.SoftirqOff+")"
+	proc := r.HotSource == HotAllSoftirq
+	if r.SoftirqOff != "" && !proc && !napiSeen(r.CPUs) {
+		v.Status, v.Summary = Skipped, "no NET_RX softirq time, /proc/stat softirq time or NAPI polls ("+r.SoftirqOff+")"
 		return v
+	}
+	if proc {
+		v.Thresholds[0] += "; without the softirq probe: softirq of every vector (/proc/stat), an upper bound of NET_RX"
 	}
 	var hot, napi []string
 	for _, c := range r.CPUs {
-		if c.Share >= th.SoftirqShare {
+		if r.HotShare(c) >= th.SoftirqShare {
 			hot = append(hot, fmt.Sprintf("CPU %d", c.CPU))
 		}
 		if c.NapiPolls >= 100 && c.ExhaustedRatio >= th.NapiExhausted {
 			napi = append(napi, fmt.Sprintf("CPU %d (%s of %d polls)", c.CPU, pct(c.ExhaustedRatio), c.NapiPolls))
 		}
 	}
-	if r.SoftirqOff != "" {
+	switch {
+	case proc:
+		if c := busiestStat(r); c != nil {
+			v.Evidence = append(v.Evidence, fmt.Sprintf("busiest CPU %d: softirq of every vector %s of the %s (cpus.proc_softirq_ns / "+
+				"proc_total_ns, tick-sampled); NET_RX alone n/a (%s)", c.CPU, pct(c.Proc.Softirq), r.CPUWindow, r.SoftirqOff))
+		}
+	case r.SoftirqOff != "":
 		v.Evidence = append(v.Evidence, "NET_RX softirq time n/a ("+r.SoftirqOff+"): judged on NAPI budget exhaustion only")
-	} else {
+	default:
 		v.Evidence = append(v.Evidence, cpuEvidence(r)...)
 	}
 	if len(napi) > 0 {
@@ -50,6 +60,8 @@ func ruleSoftirq(f *facts) Verdict {
 	below, _ := f.belowRated()
 	v.Evidence = append(v.Evidence, f.linkEvidence())
 	switch {
+	case !f.sat && len(napi) == 0 && proc:
+		v.Status, v.Summary = NotFired, fmt.Sprintf("no CPU saturated by softirq (busiest %s)", busiestShare(r))
 	case !f.sat && len(napi) == 0 && r.SoftirqOff != "":
 		v.Status, v.Summary = NotFired, "no CPU kept exhausting its NAPI budget (NET_RX softirq time n/a)"
 	case !f.sat && len(napi) == 0:
@@ -61,7 +73,11 @@ func ruleSoftirq(f *facts) Verdict {
 		if len(hot) == 0 && len(napi) > 0 {
 			who = fmt.Sprint("NAPI exhausting its budget on ", napi)
 		}
-		v.Status, v.Summary = Fired, "one core's NET_RX softirq is the ceiling ("+who+
+		what := "NET_RX softirq"
+		if proc {
+			what = "softirq"
+		}
+		v.Status, v.Summary = Fired, "one core's "+what+" is the ceiling ("+who+
 			"): spread receive work over more cores (more streams for RSS, RPS/RFS, IRQ affinity)"
 	}
 	return v
@@ -111,10 +127,14 @@ func busiestCore(r *Report) string {
 // busiestShare formats the busiest CPU's share (n/a when NET_RX softirq
 // time was not recorded).
 func busiestShare(r *Report) string {
-	if r.SoftirqOff != "" {
+	c := busiestStat(r)
+	switch {
+	case c != nil && r.HotSource == HotAllSoftirq:
+		return fmt.Sprintf("CPU %d at %s softirq of every vector (/proc/stat; NET_RX alone not measured: %s)",
+			c.CPU, pct(r.HotShare(*c)), r.SoftirqOff)
+	case r.SoftirqOff != "":
 		return na("NET_RX softirq time not recorded: " + r.SoftirqOff)
-	}
-	if c := busiestStat(r); c != nil {
+	case c != nil:
 		return fmt.Sprintf("CPU %d at %s", c.CPU, pct(c.Share))
 	}
 	return "n/a"

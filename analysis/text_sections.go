@@ -36,6 +36,10 @@ func (r *Report) writeCPUs(p *printer) {
 		p.line("  NET_RX %%, NET_TX %%, ns/packet: %s", na(r.SoftirqOff))
 	}
 	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU && r.HotSource == HotAllSoftirq {
+			p.line("  busiest CPU: %d (softirq of every vector %s of the %s, /proc/stat; NET_RX alone not measured)",
+				c.CPU, pct(r.HotShare(c)), r.CPUWindow)
+		}
 		if c.CPU == r.BusiestCPU && r.SoftirqOff == "" {
 			p.line("  busiest CPU: %d (NET_RX softirq %.1f%% of the %s%s); per interval the busiest CPU's share has median %s, CPU %d busiest in %d of %d intervals",
 				c.CPU, c.Share*100, r.CPUWindow, allSoftirq(c), pct(r.BusiestMedianShare), c.CPU, c.BusiestIntervals, r.CPUIntervals)

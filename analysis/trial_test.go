@@ -172,7 +172,7 @@ func TestMissingNotZero(t *testing.T) {
 			{Name: "np_nd_napi", Hook: "napi:napi_poll", Reason: trace.ReasonNotSelected},
 		}
 		for i := range cpus {
-			cpus[i].NetRxSoftirqNs, cpus[i].NetTxSoftirqNs, cpus[i].NapiPolls, cpus[i].NapiBudgetExhausted = 0, 0, 0, 0
+			cpus[i].NetRxSoftirqNs, cpus[i].NetTxSoftirqNs, cpus[i].NapiPolls, cpus[i].NapiBudgetExhausted = nil, nil, nil, nil
 		}
 	}
 	r := buildWith(t, analysistest.Scenario{WindowRatio: 0.1, RatedMbps: 100_000}, Options{}, off)

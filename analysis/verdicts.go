@@ -76,8 +76,10 @@ type facts struct {
 	// estimate, else interface, else Primary) and linkLabel its counter.
 	link      float64
 	linkLabel string
-	// sat: some CPU's NET_RX share (or the per-interval busiest share's
-	// median) reached SoftirqShare; hasCPU: cpus rows exist.
+	// sat: some CPU's NET_RX share (Report.HotShare: without the softirq
+	// probe, its softirq share of every vector) or the per-interval
+	// busiest NET_RX share's median reached SoftirqShare; hasCPU: cpus
+	// rows exist.
 	sat, hasCPU bool
 	// cpuBound: the host's CPUs were at least HostBusy busy (/proc/stat).
 	cpuBound bool
@@ -99,7 +101,7 @@ func newFacts(r *Report, th Thresholds) *facts {
 		}
 	}
 	for _, c := range r.CPUs {
-		f.sat = f.sat || c.Share >= th.SoftirqShare
+		f.sat = f.sat || r.HotShare(c) >= th.SoftirqShare
 	}
 	f.sat = f.sat || (f.hasCPU && r.BusiestMedianShare >= th.SoftirqShare)
 	f.cpuBound = r.HostCPU != nil && r.HostCPU.Busy >= th.HostBusy

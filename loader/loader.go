@@ -266,6 +266,17 @@ func (l *Loaded) Iter(name string) *link.Iter {
 	return nil
 }
 
+// IsAttached reports whether the program named name is loaded and
+// attached.
+func (l *Loaded) IsAttached(name string) bool {
+	for _, a := range l.progs {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Detached returns the loaded detached program named name (see
 // Program.Detached), or nil if it is not part of the spec or failed to load.
 func (l *Loaded) Detached(name string) *ebpf.Program { return l.detached[name] }

@@ -73,8 +73,10 @@ func ifaceRow(t time.Time, ns int64, i int, set bool) trace.IfaceRow {
 func cpuRow(t time.Time, ns int64, cpu int32, i int) trace.CPURow {
 	u := uint64(i)
 	return trace.CPURow{
-		Time: t, IntervalNs: ns, CPU: cpu, NetRxSoftirqNs: 1000 + u, NetRxSoftirqCount: 11 + u,
-		NetTxSoftirqNs: 12 + u, NetTxSoftirqCount: 13 + u, RxPackets: 14 + u, RxBytes: 15 + u,
+		Time: t, IntervalNs: ns, CPU: cpu, NetRxSoftirqNs: opt(i%3 != 1, 1000+u), NetRxSoftirqCount: opt(i%3 != 1, 11+u),
+		NetTxSoftirqNs: opt(i%3 != 1, 12+u), NetTxSoftirqCount: opt(i%3 != 1, 13+u), RxPackets: opt(i%3 != 2, 14+u),
+		RxBytes: opt(i%3 != 2, 15+u), NapiPolls: opt(i%3 == 0, u), NapiPackets: opt(i%3 == 0, 16+u),
+		NapiBudgetExhausted: opt(i%3 == 0, uint64(0)),
 		ProcSoftirqNs: opt(i%2 == 0, 20_000_000+u), ProcBusyNs: opt(i%2 == 0, 990_000_000+u),
 		ProcTotalNs: opt(i%2 == 0, uint64(ns)),
 	}

@@ -261,3 +261,46 @@ func TestScanIncompatibleType(t *testing.T) {
 		}
 	}
 }
+
+// Traces written before the cpus table's probe columns became optional
+// (null when their probe did not run) had them required: both readers
+// return their values as set pointers.
+func TestReadsRequiredCPUColumns(t *testing.T) {
+	dir, _ := recordRun(t, 1)
+	type oldCPURow struct {
+		Time           time.Time `parquet:"time,timestamp(microsecond:utc)"`
+		IntervalNs     int64     `parquet:"interval_ns"`
+		CPU            int32     `parquet:"cpu"`
+		NetRxSoftirqNs uint64    `parquet:"net_rx_softirq_ns"`
+		RxPackets      uint64    `parquet:"rx_packets"`
+		NapiPolls      uint64    `parquet:"napi_polls"`
+	}
+	f, err := os.Create(filepath.Join(dir, trace.CPUsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[oldCPURow](f)
+	if _, err := w.Write([]oldCPURow{{Time: base.UTC().Truncate(time.Microsecond), IntervalNs: 1e9, CPU: 3,
+		NetRxSoftirqNs: 7_000, RxPackets: 0, NapiPolls: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(w.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanBoth[trace.CPURow](t, run, trace.CPUsFile) != 1 {
+		t.Fatal("want 1 row")
+	}
+	rows, err := run.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if r.CPU != 3 || r.NetRxSoftirqNs == nil || *r.NetRxSoftirqNs != 7_000 || r.RxPackets == nil || *r.RxPackets != 0 ||
+		r.NapiPolls == nil || *r.NapiPolls != 9 || r.NetTxSoftirqNs != nil {
+		t.Errorf("row %+v", r)
+	}
+}

@@ -67,30 +67,39 @@ type IfaceRow struct {
 	BpfTxWireBytes *uint64 `parquet:"bpf_tx_wire_bytes,optional"`
 }
 
-// CPURow is one CPU × interval, from the softirq, netif_receive_skb and
-// napi_poll probes (rows exist only when one of them ran), with the same
-// CPU's /proc/stat times beside them (proc_*). NET_RX/NET_TX softirq time
-// is apportioned to the interval in which it ran (a softirq still running
-// at the interval end contributes the part already elapsed), so
+// CPURow is one CPU × interval: the softirq, netif_receive_skb and
+// napi_poll probes' per-CPU counters and the same CPU's /proc/stat and
+// /proc/net/softnet_stat figures (proc_*, softnet_*) beside them. A row
+// exists when any of these was read for the CPU (netprof bench writes
+// them from /proc/stat even with no per-CPU probe). NET_RX/NET_TX softirq
+// time is apportioned to the interval in which it ran (a softirq still
+// running at the interval end contributes the part already elapsed), so
 // NetRxSoftirqNs <= IntervalNs.
+//
+// Each probe's columns are null when that probe did not run in the
+// interval (not selected, or not loadable on this kernel: the manifest's
+// probes say which and why), never 0: 0 means it ran and counted nothing.
 type CPURow struct {
 	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
 	IntervalNs int64     `parquet:"interval_ns"`
 	CPU        int32     `parquet:"cpu"`
 
-	NetRxSoftirqNs    uint64 `parquet:"net_rx_softirq_ns"`
-	NetRxSoftirqCount uint64 `parquet:"net_rx_softirq_count"`
-	NetTxSoftirqNs    uint64 `parquet:"net_tx_softirq_ns"`
-	NetTxSoftirqCount uint64 `parquet:"net_tx_softirq_count"`
+	// irq:softirq_entry/exit (probe group softirq).
+	NetRxSoftirqNs    *uint64 `parquet:"net_rx_softirq_ns,optional"`
+	NetRxSoftirqCount *uint64 `parquet:"net_rx_softirq_count,optional"`
+	NetTxSoftirqNs    *uint64 `parquet:"net_tx_softirq_ns,optional"`
+	NetTxSoftirqCount *uint64 `parquet:"net_tx_softirq_count,optional"`
 	// RxPackets and RxBytes are netif_receive_skb segments and bytes
-	// processed on this CPU (all interfaces, all namespaces).
-	RxPackets uint64 `parquet:"rx_packets"`
-	RxBytes   uint64 `parquet:"rx_bytes"`
-	// napi:napi_poll on this CPU: polls, packets processed, and polls that
-	// used their whole budget (more work was waiting).
-	NapiPolls           uint64 `parquet:"napi_polls"`
-	NapiPackets         uint64 `parquet:"napi_packets"`
-	NapiBudgetExhausted uint64 `parquet:"napi_budget_exhausted"`
+	// processed on this CPU (all interfaces, all namespaces; probe group
+	// netdev).
+	RxPackets *uint64 `parquet:"rx_packets,optional"`
+	RxBytes   *uint64 `parquet:"rx_bytes,optional"`
+	// napi:napi_poll on this CPU (probe group napi): polls, packets
+	// processed, and polls that used their whole budget (more work was
+	// waiting).
+	NapiPolls           *uint64 `parquet:"napi_polls,optional"`
+	NapiPackets         *uint64 `parquet:"napi_packets,optional"`
+	NapiBudgetExhausted *uint64 `parquet:"napi_budget_exhausted,optional"`
 
 	// proc_* are this CPU's time in the interval by the kernel's own CPU
 	// accounting: the delta of its "cpuN" line of /proc/stat (what mpstat

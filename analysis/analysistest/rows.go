@@ -67,13 +67,14 @@ func (s Scenario) cpus(i int, end time.Time, ns int64, segs uint64) []trace.CPUR
 	var out []trace.CPURow
 	for c := range s.CPUs {
 		share := s.Softirq(i, c)
-		row := trace.CPURow{Time: end, IntervalNs: ns, CPU: int32(c), NetRxSoftirqNs: uint64(share * float64(ns)),
-			NetRxSoftirqCount: 1000, NetTxSoftirqNs: uint64(0.01 * float64(ns)), NetTxSoftirqCount: 10}
+		row := trace.CPURow{Time: end, IntervalNs: ns, CPU: int32(c), NetRxSoftirqNs: ptr(uint64(share * float64(ns))),
+			NetRxSoftirqCount: ptr[uint64](1000), NetTxSoftirqNs: ptr(uint64(0.01 * float64(ns))), NetTxSoftirqCount: ptr[uint64](10)}
+		var pkts, bytes, polls, exh uint64
 		if c == 0 {
-			polls := max(segs/64, 1)
-			row.RxPackets, row.RxBytes, row.NapiPolls, row.NapiPackets = segs, segs*uint64(s.MSS), polls, segs
-			row.NapiBudgetExhausted = uint64(s.NapiExhausted * float64(polls))
+			polls = max(segs/64, 1)
+			pkts, bytes, exh = segs, segs*uint64(s.MSS), uint64(s.NapiExhausted*float64(polls))
 		}
+		row.RxPackets, row.RxBytes, row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = &pkts, &bytes, &polls, &pkts, &exh
 		if s.ProcStat != nil {
 			soft, busy := s.ProcStat(i, c)
 			sn, bn, tn := uint64(soft*float64(ns)), uint64(busy*float64(ns)), uint64(ns)
@@ -89,3 +90,5 @@ func (s Scenario) cpus(i int, end time.Time, ns int64, segs uint64) []trace.CPUR
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

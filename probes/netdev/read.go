@@ -61,6 +61,9 @@ type Reader struct {
 	prevIf    map[IfaceKey]Counts
 	prevCPUs  []CPUCounts
 	delta     []FlowDelta // Delta.Flows, reused from read to read
+	// rxOn and napiOn: np_nd_rx and np_nd_napi are attached (the per-CPU
+	// columns each fills are null without it).
+	rxOn, napiOn bool
 }
 
 // flowInfo is what the reader keeps per flow beside its totals.
@@ -92,6 +95,7 @@ func NewReader(l *loader.Loaded) (*Reader, error) {
 		cpus:   l.Maps[bpf.NetdevMapNpNdCpus],
 	}
 	r.init()
+	r.rxOn, r.napiOn = l.IsAttached(bpf.NetdevProgNpNdRx), l.IsAttached(bpf.NetdevProgNpNdNapi)
 	if r.ifaces == nil || r.flows == nil || r.cpus == nil {
 		return nil, fmt.Errorf("netdev reader: maps missing from probe %q", l.Probe)
 	}

@@ -73,8 +73,12 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	for cpu, c := range d.CPUs {
 		if s.online.Keep(cpu, c != (CPUCounts{})) {
 			row := loader.CPURow(iv, cpu)
-			row.RxPackets, row.RxBytes = c.RxPackets, c.RxBytes
-			row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = c.NapiPolls, c.NapiPackets, c.NapiBudgetExhausted
+			if s.r.rxOn {
+				row.RxPackets, row.RxBytes = ptr(c.RxPackets), ptr(c.RxBytes)
+			}
+			if s.r.napiOn {
+				row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = ptr(c.NapiPolls), ptr(c.NapiPackets), ptr(c.NapiBudgetExhausted)
+			}
 		}
 		lost = lost.plus(c.FlowLost)
 		ifaceLost = ifaceLost.plus(c.IfaceLost)

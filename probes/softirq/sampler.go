@@ -50,8 +50,8 @@ func (s *Sampler) Sample(iv *trace.Interval, intervalNs int64) error {
 			continue
 		}
 		row := loader.CPURow(iv, cpu)
-		row.NetRxSoftirqNs, row.NetRxSoftirqCount = d.NetRxNs, d.NetRxCount
-		row.NetTxSoftirqNs, row.NetTxSoftirqCount = d.NetTxNs, d.NetTxCount
+		row.NetRxSoftirqNs, row.NetRxSoftirqCount = &d.NetRxNs, &d.NetRxCount
+		row.NetTxSoftirqNs, row.NetTxSoftirqCount = &d.NetTxNs, &d.NetTxCount
 	}
 	s.prev = cur
 	return nil

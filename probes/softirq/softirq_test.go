@@ -208,7 +208,8 @@ func TestSamplerOnlineCPUsOnly(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("interval %d: rows for CPUs %v, want %v", i, got, want)
 		}
-		if iv.CPUs[0].NetRxSoftirqNs != 1000 || iv.CPUs[0].NetRxSoftirqCount != 1 || iv.CPUs[1].NetRxSoftirqNs != 0 {
+		if r0, r1 := iv.CPUs[0], iv.CPUs[1]; r0.NetRxSoftirqNs == nil || *r0.NetRxSoftirqNs != 1000 || r0.NetRxSoftirqCount == nil ||
+			*r0.NetRxSoftirqCount != 1 || r1.NetRxSoftirqNs == nil || *r1.NetRxSoftirqNs != 0 {
 			t.Errorf("interval %d: rows %+v", i, iv.CPUs)
 		}
 	}

@@ -94,8 +94,8 @@ func retransmits(iv *trace.Interval) (uint64, bool) {
 func busiest(iv *trace.Interval, li *localInterval) string {
 	best, share := -1, 0.0
 	for _, c := range iv.CPUs {
-		if c.IntervalNs > 0 {
-			if s := float64(c.NetRxSoftirqNs) / float64(c.IntervalNs); best < 0 || s > share {
+		if c.IntervalNs > 0 && c.NetRxSoftirqNs != nil {
+			if s := float64(*c.NetRxSoftirqNs) / float64(c.IntervalNs); best < 0 || s > share {
 				best, share = int(c.CPU), s
 			}
 		}

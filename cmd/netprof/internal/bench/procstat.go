@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
@@ -44,18 +45,27 @@ func (s *procStatSampler) Baseline() error {
 	return nil
 }
 
-// Sample implements loader.Sampler: it fills the proc_* columns of iv's
-// cpus rows with each CPU's time since the previous reading.
+// Sample implements loader.Sampler: it fills the proc_* and softnet_*
+// columns of iv's cpus rows with each CPU's figures since the previous
+// reading, adding a row for each CPU /proc/stat lists in both readings
+// that has none (no per-CPU probe ran: the probes' columns stay null).
 func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
 	s.lastOK = false
 	sn, snErr := readSoftnet()
+	cur, err := readCPU()
+	if err == nil && s.ok {
+		for cpu := range cur.CPUs {
+			if _, ok := cpustat.CPUDelta(s.prev, cur, cpu); ok {
+				loader.CPURow(iv, cpu)
+			}
+		}
+	}
 	if snErr == nil && s.softnet != nil {
 		for i := range iv.CPUs {
 			fillSoftnet(&iv.CPUs[i], s.softnet, sn)
 		}
 	}
 	s.softnet = sn
-	cur, err := readCPU()
 	if err != nil {
 		s.ok = false
 		return err

@@ -177,7 +177,9 @@ type cpuSums struct{ procSoft, procTotal, netRx, intervalNs int64 }
 func (s *cpuSums) add(r trace.CPURow) {
 	s.procSoft += int64(*r.ProcSoftirqNs)
 	s.procTotal += int64(*r.ProcTotalNs)
-	s.netRx += int64(r.NetRxSoftirqNs)
+	if r.NetRxSoftirqNs != nil {
+		s.netRx += int64(*r.NetRxSoftirqNs)
+	}
 	s.intervalNs += r.IntervalNs
 }
 

@@ -242,8 +242,9 @@ func TestSoftirqVsTracefs(t *testing.T) {
 	w0, w1 := int64(math.MaxInt64), int64(math.MinInt64)
 	probe := map[int]*softirqTotals{}
 	for _, r := range rows {
-		if r.NetRxSoftirqNs > uint64(r.IntervalNs) || r.NetTxSoftirqNs > uint64(r.IntervalNs) {
-			t.Errorf("cpu %d at %v: softirq rx %d / tx %d ns > interval %d ns", r.CPU, r.Time, r.NetRxSoftirqNs, r.NetTxSoftirqNs, r.IntervalNs)
+		rx, tx := set(t, "net_rx_softirq_ns", r.NetRxSoftirqNs), set(t, "net_tx_softirq_ns", r.NetTxSoftirqNs)
+		if rx > uint64(r.IntervalNs) || tx > uint64(r.IntervalNs) {
+			t.Errorf("cpu %d at %v: softirq rx %d / tx %d ns > interval %d ns", r.CPU, r.Time, rx, tx, r.IntervalNs)
 		}
 		end := r.Time.UnixNano() - off0
 		w0, w1 = min(w0, end-r.IntervalNs), max(w1, end)
@@ -252,10 +253,10 @@ func TestSoftirqVsTracefs(t *testing.T) {
 			p = &softirqTotals{}
 			probe[int(r.CPU)] = p
 		}
-		p.ns[vecNetRx] += r.NetRxSoftirqNs
-		p.ns[vecNetTx] += r.NetTxSoftirqNs
-		p.count[vecNetRx] += r.NetRxSoftirqCount
-		p.count[vecNetTx] += r.NetTxSoftirqCount
+		p.ns[vecNetRx] += rx
+		p.ns[vecNetTx] += tx
+		p.count[vecNetRx] += set(t, "net_rx_softirq_count", r.NetRxSoftirqCount)
+		p.count[vecNetTx] += set(t, "net_tx_softirq_count", r.NetTxSoftirqCount)
 	}
 	skew := callbackSkewNs(t, run)
 	var rxTotal uint64
@@ -439,4 +440,14 @@ func monoNow(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return uint64(ts.Nano())
+}
+
+// set returns *p, failing t when the column is null (its probe ran, so
+// every row of it must have a value).
+func set(t *testing.T, col string, p *uint64) uint64 {
+	t.Helper()
+	if p == nil {
+		t.Fatalf("cpus.%s null in a run with its probe on", col)
+	}
+	return *p
 }

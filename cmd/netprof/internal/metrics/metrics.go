@@ -98,8 +98,8 @@ func (e *Exporter) Observe(iv *trace.Interval) {
 		}
 	}
 	for _, c := range iv.CPUs {
-		if c.NetRxSoftirqNs > 0 || c.NetRxSoftirqCount > 0 {
-			e.softirq.WithLabelValues(strconv.Itoa(int(c.CPU))).Add(float64(c.NetRxSoftirqNs) / 1e9)
+		if c.NetRxSoftirqNs != nil && (*c.NetRxSoftirqNs > 0 || c.NetRxSoftirqCount != nil && *c.NetRxSoftirqCount > 0) {
+			e.softirq.WithLabelValues(strconv.Itoa(int(c.CPU))).Add(float64(*c.NetRxSoftirqNs) / 1e9)
 		}
 	}
 	e.intervals.Inc()

@@ -22,7 +22,7 @@ func TestObserveSumsRows(t *testing.T) {
 	for _, name := range []string{"eth0", "eth0", "uplink"} {
 		e.Observe(&trace.Interval{
 			Ifaces: []trace.IfaceRow{{Netns: 1, Ifindex: 2, Ifname: name, Driver: "mana", RxBytes: 1000, TxBytes: 10, BpfRxBytes: u(999)}},
-			CPUs:   []trace.CPURow{{CPU: 1, NetRxSoftirqNs: 250_000_000, NetRxSoftirqCount: 5}},
+			CPUs:   []trace.CPURow{{CPU: 1, NetRxSoftirqNs: u(250_000_000), NetRxSoftirqCount: u(5)}},
 		})
 	}
 	if got := testutil.ToFloat64(e.rxB.WithLabelValues("1", "2", "eth0", "mana")); got != 2000 {

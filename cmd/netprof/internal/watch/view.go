@@ -81,10 +81,10 @@ func summarise(end time.Time, iv *trace.Interval, tr *ifaces.Tracker, ps *procSt
 		s.Ifaces = append(s.Ifaces, ir)
 	}
 	for _, c := range iv.CPUs {
-		if c.IntervalNs <= 0 || !bpfSoftirq {
+		if c.IntervalNs <= 0 || !bpfSoftirq || c.NetRxSoftirqNs == nil {
 			continue
 		}
-		r := float64(c.NetRxSoftirqNs) / float64(c.IntervalNs)
+		r := float64(*c.NetRxSoftirqNs) / float64(c.IntervalNs)
 		if !s.SoftirqOK || r > s.SoftirqRatio {
 			s.CPU, s.SoftirqRatio, s.SoftirqOK = int(c.CPU), r, true
 		}
