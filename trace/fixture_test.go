@@ -77,7 +77,7 @@ func cpuRow(t time.Time, ns int64, cpu int32, i int) trace.CPURow {
 		NetTxSoftirqNs: opt(i%3 != 1, 12+u), NetTxSoftirqCount: opt(i%3 != 1, 13+u), RxPackets: opt(i%3 != 2, 14+u),
 		RxBytes: opt(i%3 != 2, 15+u), NapiPolls: opt(i%3 == 0, u), NapiPackets: opt(i%3 == 0, 16+u),
 		NapiBudgetExhausted: opt(i%3 == 0, uint64(0)),
-		ProcSoftirqNs: opt(i%2 == 0, 20_000_000+u), ProcBusyNs: opt(i%2 == 0, 990_000_000+u),
+		ProcSoftirqNs:       opt(i%2 == 0, 20_000_000+u), ProcBusyNs: opt(i%2 == 0, 990_000_000+u),
 		ProcTotalNs: opt(i%2 == 0, uint64(ns)),
 	}
 }
