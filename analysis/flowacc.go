@@ -25,7 +25,13 @@ type flowState struct {
 	cwnd, mss, srtt      uint32
 	tx, rx, txPkts, retx uint64
 	steadyTx, steadyRx   uint64
-	steadyNs, winNs      int64
+	// acked and received are the socket iterator's payload counters
+	// (tcp_bytes_acked, tcp_bytes_received), whole run and steady state;
+	// tcpBytes: a row had them.
+	acked, received             uint64
+	steadyAcked, steadyReceived uint64
+	tcpBytes                    bool
+	steadyNs, winNs             int64
 	winSum, winBytes     float64
 	lastSteady           int64 // end (Unix ns) of the last steady interval counted
 	rtt                  rttDist
@@ -44,6 +50,9 @@ type flowAcc struct {
 	retx               series            // all flows' retransmits per interval (count in Bytes)
 	total              uint64
 	rows               int
+	// iterRTT: the run had the socket iterator and not tcp_probe, so each
+	// row's tcp_last_rtt_us is its RTT sample (rttDist.add).
+	iterRTT bool
 }
 
 func (a *flowAcc) init(b *builder) {
@@ -51,6 +60,8 @@ func (a *flowAcc) init(b *builder) {
 	if w := b.r.steady(); w != nil && w.SteadyIntervals > 0 {
 		a.steadyOn, a.steadyLo, a.steadyHi = true, w.SteadyStart.UnixNano(), w.SteadyEnd.UnixNano()
 	}
+	_, probeDown := b.r.programDown("np_tcp_probe")
+	a.iterRTT = probeDown && b.r.programAttached("np_tcp_iter")
 }
 
 // add returns the batch function for flowBatches.
@@ -111,8 +122,13 @@ func (a *flowAcc) row(fb *flowBatch, i int) {
 	f.txPkts += fb.txPkts[i]
 	f.retx += fb.retx[i]
 	a.total += fb.retx[i]
-	f.rtt.add(fb, i)
+	f.rtt.add(fb, i, a.iterRTT)
 	f.last(fb, i)
+	if fb.has64(optAcked, i) && fb.has64(optReceived, i) {
+		f.acked += fb.opt64[optAcked][i]
+		f.received += fb.opt64[optReceived][i]
+		f.tcpBytes = true
+	}
 	if a.steadyOn {
 		if mid := fb.end[i] - fb.ivNs[i]/2; mid >= a.steadyLo && mid <= a.steadyHi {
 			f.steadyRow(fb, i)
@@ -161,6 +177,10 @@ func (f *flowState) last(fb *flowBatch, i int) {
 func (f *flowState) steadyRow(fb *flowBatch, i int) {
 	f.steadyTx += fb.tx[i]
 	f.steadyRx += fb.rx[i]
+	if fb.has64(optAcked, i) && fb.has64(optReceived, i) {
+		f.steadyAcked += fb.opt64[optAcked][i]
+		f.steadyReceived += fb.opt64[optReceived][i]
+	}
 	iv := fb.ivNs[i]
 	if end := fb.end[i]; end != f.lastSteady {
 		// one socket's rows of one interval (netdev bytes, tcp RTT) count its time once

@@ -17,7 +17,16 @@ const (
 	optCwnd
 	optMinRTT
 	optMSS
+	optLastRTT
 	numOpt
+)
+
+// Optional uint64 flows columns (the socket iterator's payload counters),
+// indexes into flowBatch.opt64; they follow the uint32 ones.
+const (
+	optAcked = iota
+	optReceived
+	numOpt64
 )
 
 // flowColumns are the flows.parquet columns the analysis reads, in the
@@ -35,6 +44,8 @@ var flowColumns = []trace.Column{
 	{Name: "rtt_p99_us", Kind: trace.Uint32Col}, {Name: "rtt_max_us", Kind: trace.Uint32Col},
 	{Name: "srtt_us", Kind: trace.Uint32Col}, {Name: "snd_cwnd", Kind: trace.Uint32Col},
 	{Name: "min_rtt_us", Kind: trace.Uint32Col}, {Name: "mss", Kind: trace.Uint32Col},
+	{Name: "tcp_last_rtt_us", Kind: trace.Uint32Col},
+	{Name: "tcp_bytes_acked", Kind: trace.Uint64Col}, {Name: "tcp_bytes_received", Kind: trace.Uint64Col},
 }
 
 // flowBatch is flows rows column by column: what flowAcc reads, whether
@@ -50,6 +61,9 @@ type flowBatch struct {
 	// not null (optOK[k] nil: no nulls).
 	opt   [numOpt][]uint32
 	optOK [numOpt][]bool
+	// opt64 and opt64OK are the same for the uint64 optional columns.
+	opt64   [numOpt64][]uint64
+	opt64OK [numOpt64][]bool
 	// str returns the address of a string id.
 	str func(uint32) string
 }
@@ -60,6 +74,12 @@ func (fb *flowBatch) has(k, i int) bool {
 	return ok == nil || ok[i]
 }
 
+// has64 reports whether optional uint64 column k of row i is not null.
+func (fb *flowBatch) has64(k, i int) bool {
+	ok := fb.opt64OK[k]
+	return ok == nil || ok[i]
+}
+
 // fromColumns points fb at the columns of cb, read with flowColumns.
 func (fb *flowBatch) fromColumns(cb *trace.ColumnBatch) {
 	fb.n = cb.Len
@@ -67,9 +87,13 @@ func (fb *flowBatch) fromColumns(cb *trace.ColumnBatch) {
 	fb.family, fb.proto, fb.src, fb.sport = cb.Uint32(4), cb.Uint32(5), cb.StringIDs(6), cb.Uint32(7)
 	fb.dst, fb.dport = cb.StringIDs(8), cb.Uint32(9)
 	fb.rx, fb.tx, fb.txPkts, fb.retx, fb.samples = cb.Uint64(10), cb.Uint64(11), cb.Uint64(12), cb.Uint64(13), cb.Uint64(14)
-	first := len(flowColumns) - numOpt
+	first := len(flowColumns) - numOpt - numOpt64
 	for k := range numOpt {
 		fb.opt[k], fb.optOK[k] = cb.Uint32(first+k), cb.Valid(first+k)
+	}
+	for k := range numOpt64 {
+		c := first + numOpt + k
+		fb.opt64[k], fb.opt64OK[k] = cb.Uint64(c), cb.Valid(c)
 	}
 	fb.str = cb.String
 }
@@ -124,15 +148,23 @@ func fromRows(rows []trace.FlowRow, intern func(string) uint32, str func(uint32)
 	for k := range numOpt {
 		fb.opt[k], fb.optOK[k] = make([]uint32, n), make([]bool, n)
 	}
+	for k := range numOpt64 {
+		fb.opt64[k], fb.opt64OK[k] = make([]uint64, n), make([]bool, n)
+	}
 	for i := range rows {
 		x := &rows[i]
 		fb.end[i], fb.ivNs[i], fb.netns[i], fb.ifindex[i] = x.Time.UnixNano(), x.IntervalNs, x.Netns, x.Ifindex
 		fb.family[i], fb.proto[i], fb.sport[i], fb.dport[i] = uint32(x.Family), uint32(x.Proto), uint32(x.SrcPort), uint32(x.DstPort)
 		fb.src[i], fb.dst[i] = intern(x.SrcAddr), intern(x.DstAddr)
 		fb.rx[i], fb.tx[i], fb.txPkts[i], fb.retx[i], fb.samples[i] = x.RxBytes, x.TxBytes, x.TxPackets, x.Retransmits, x.RTTSamples
-		for k, p := range []*uint32{x.RTTMinUs, x.RTTP50Us, x.RTTP99Us, x.RTTMaxUs, x.SrttUs, x.SndCwnd, x.MinRttUs, x.MSS} {
+		for k, p := range []*uint32{x.RTTMinUs, x.RTTP50Us, x.RTTP99Us, x.RTTMaxUs, x.SrttUs, x.SndCwnd, x.MinRttUs, x.MSS, x.TCPLastRttUs} {
 			if p != nil {
 				fb.opt[k][i], fb.optOK[k][i] = *p, true
+			}
+		}
+		for k, p := range []*uint64{x.TCPBytesAcked, x.TCPBytesReceived} {
+			if p != nil {
+				fb.opt64[k][i], fb.opt64OK[k][i] = *p, true
 			}
 		}
 	}

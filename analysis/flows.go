@@ -32,9 +32,19 @@ type FlowSummary struct {
 	// TxBytes, RxBytes (L2 bytes), TxPackets (segments) and Retransmits
 	// (segments, tcp_retransmit_skb) are whole-run sums.
 	TxBytes, RxBytes, TxPackets, Retransmits uint64
+	// AckedBytes and ReceivedBytes are the socket's payload bytes its peer
+	// acknowledged and it received in order (flows.tcp_bytes_acked,
+	// tcp_bytes_received: the socket iterator), whole run; TCPBytes says
+	// the flow had those columns.
+	AckedBytes, ReceivedBytes uint64
+	TCPBytes                  bool
 	// SteadyBps is the flow's rate in its data direction (tx when Sending,
-	// else rx) over its rows in the steady state, bit/s; 0 without rows there.
-	SteadyBps float64
+	// else rx) over its rows in the steady state, bit/s; 0 without rows
+	// there. PayloadRate: the flow has no interface bytes (netdev probe
+	// off) and SteadyBps is payload (tcp_bytes_acked when Sending, else
+	// tcp_bytes_received), without L2/IP/TCP headers.
+	SteadyBps   float64
+	PayloadRate bool
 	// WindowBps is the window-limited rate snd_cwnd × mss × 8 / srtt,
 	// time-weighted over the flow's steady-state rows, bit/s; 0 when those
 	// columns are null. WindowBytes is snd_cwnd × mss, time-weighted.
@@ -144,16 +154,28 @@ func (f *flowState) summary(endpoints map[string]bool) FlowSummary {
 	s := FlowSummary{Netns: k.netns, Ifindex: f.ifindex, Family: k.family, Proto: k.proto,
 		Src: addrPort(f.src, k.sport), Dst: addrPort(f.dst, k.dport), Peer: f.dst,
 		Sending: f.tx > f.rx, TxBytes: f.tx, RxBytes: f.rx, TxPackets: f.txPkts, Retransmits: f.retx,
-		Cwnd: f.cwnd, MSS: f.mss, SrttUs: f.srtt, RTT: f.rtt.summary()}
+		Cwnd: f.cwnd, MSS: f.mss, SrttUs: f.srtt, RTT: f.rtt.summary(),
+		AckedBytes: f.acked, ReceivedBytes: f.received, TCPBytes: f.tcpBytes}
 	s.Generator = endpoints[s.Src+">"+s.Dst]
-	if f.tx == 0 && f.rx == 0 && s.RTT != nil && s.RTT.Samples > 0 {
-		// No interface bytes (netdev probe not selected): RTT samples are
-		// taken on ACKs of new data, so only the sending end has them.
+	noIface := f.tx == 0 && f.rx == 0
+	switch {
+	case noIface && f.tcpBytes:
+		// No interface bytes (netdev probe not selected): the socket's own
+		// payload counters say which way the data went.
+		s.Sending, s.PayloadRate = f.acked > f.received, true
+	case noIface && s.RTT != nil && s.RTT.Samples > 0:
+		// RTT samples are taken on ACKs of new data, so only the sending
+		// end has them.
 		s.Sending = true
 	}
 	if f.steadyNs > 0 {
 		bytes := f.steadyRx
-		if s.Sending {
+		switch {
+		case s.PayloadRate && s.Sending:
+			bytes = f.steadyAcked
+		case s.PayloadRate:
+			bytes = f.steadyReceived
+		case s.Sending:
 			bytes = f.steadyTx
 		}
 		s.SteadyBps = float64(bytes) * 8 / time.Duration(f.steadyNs).Seconds()

@@ -172,6 +172,15 @@ type JSONFlow struct {
 	RxBytes     *uint64  `json:"rx_bytes"`
 	Retransmits *uint64  `json:"retransmits_segments"`
 	SteadyGbps  *float64 `json:"steady_state_gbit_per_s"`
+	// SteadyCounter names what SteadyGbps counts: interface-level L2
+	// bytes (netdev), or payload from the socket iterator when netdev
+	// did not run; "" when SteadyGbps is null.
+	SteadyCounter string `json:"steady_state_counter,omitempty"`
+	// AckedBytes and ReceivedBytes are the socket iterator's payload
+	// counters (flows.tcp_bytes_acked, tcp_bytes_received), whole run;
+	// null without the iterator.
+	AckedBytes    *uint64 `json:"tcp_bytes_acked"`
+	ReceivedBytes *uint64 `json:"tcp_bytes_received"`
 	// WindowGbps, WindowBytes and SteadySrttUs are steady-state averages
 	// that multiply out (window_bytes x 8 / steady_state_srtt_us =
 	// window_limited_gbit_per_s), the window being snd_cwnd x mss or the

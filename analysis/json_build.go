@@ -131,8 +131,16 @@ func jsonFlow(f FlowSummary, d *BDP, bytesOff, retxOff bool) JSONFlow {
 		WindowGbps: optF(winBps/1e9, true), WindowBytes: optF(win, true), SteadySrttUs: optF(f.SteadySrttUs, true),
 		CwndSegments: optU32(f.Cwnd), MSSBytes: optU32(f.MSS), SrttUs: optU32(f.SrttUs), RTT: jsonRTT(f.RTT),
 		WindowRatioPct: optF(100*d.windowRatio(f), true)}
-	if bytesOff {
+	if bytesOff && !f.PayloadRate {
 		out.SteadyGbps = nil
+	}
+	if f.PayloadRate {
+		out.SteadyCounter = "payload: flows.tcp_bytes_acked (sending) / tcp_bytes_received (receiving)"
+	} else if out.SteadyGbps != nil {
+		out.SteadyCounter = "L2: flows.tx_bytes (sending) / rx_bytes (receiving)"
+	}
+	if f.TCPBytes {
+		out.AckedBytes, out.ReceivedBytes = ptrU64(f.AckedBytes), ptrU64(f.ReceivedBytes)
 	}
 	return out
 }

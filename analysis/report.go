@@ -182,6 +182,11 @@ type RTTSummary struct {
 	// Samples is the sum of rtt_samples; Rows the number of flows rows used.
 	Samples uint64
 	Rows    int
+	// FromIterator: the run had no tcp_probe and the samples are the
+	// socket iterator's tcp_last_rtt_us, one per flow-interval (the
+	// socket's latest RTT sample when it was read), each its own min,
+	// p50, p99 and max.
+	FromIterator bool
 }
 
 // FloorUs returns the lowest RTT seen: the smaller of MinUs and a non-zero
@@ -392,6 +397,17 @@ func (r *Report) programDown(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// programAttached reports whether the manifest lists the program named
+// name as attached.
+func (r *Report) programAttached(name string) bool {
+	for _, p := range r.Manifest.Probes {
+		if p.Name == name && p.Attached {
+			return true
+		}
+	}
+	return false
 }
 
 // probesOff explains BPF figures that are missing because the programs

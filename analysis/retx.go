@@ -6,6 +6,16 @@ import (
 	"time"
 )
 
+// flowRetxCounter names what flows.retransmits counted in this run: the
+// tcp_retransmit_skb tracepoint when its program ran, else the socket
+// iterator's total_retrans deltas.
+func (r *Report) flowRetxCounter() string {
+	if _, off := retransmitProbeOff(r.Manifest); !off && !r.programAttached("np_tcp_retrans") && r.programAttached("np_tcp_iter") {
+		return "socket iterator, total_retrans"
+	}
+	return "BPF tcp_retransmit_skb"
+}
+
 // RetxSummary derives rates and a trend from the sender's retransmits.
 type RetxSummary struct {
 	// Source names the counter used: traffic.tcp_retransmits (TCP_INFO on
@@ -53,7 +63,7 @@ func (b *builder) retransmits() {
 	case r.SenderRetransmits != nil:
 		x.Source, x.Segments, retxPts = "traffic.tcp_retransmits (TCP_INFO, sender)", *r.SenderRetransmits, t.sndRetx.points()
 	case r.FlowRetransmits != nil && len(send) > 0:
-		x.Source, retxPts = "flows.retransmits (BPF tcp_retransmit_skb, sending flows)", b.flows.retx.points()
+		x.Source, retxPts = "flows.retransmits ("+b.r.flowRetxCounter()+", sending flows)", b.flows.retx.points()
 		for _, f := range send {
 			x.Segments += f.Retransmits
 		}

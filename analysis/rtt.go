@@ -27,14 +27,38 @@ type rttDist struct {
 	samples          uint64
 	rows             int
 	p50, p99         wdist
+	// iter: the samples are the socket iterator's tcp_last_rtt_us.
+	iter bool
+}
+
+// minNZ is the smaller of a and b, ignoring a zero a.
+func minNZ(a, b uint32) uint32 {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // add adds row i of fb (rows without samples add only the kernel min).
-func (d *rttDist) add(fb *flowBatch, i int) {
+// With iter (the run had the socket iterator, not tcp_probe), a row's
+// tcp_last_rtt_us, the socket's latest RTT sample at the read, is one
+// sample: its min, p50, p99 and max.
+func (d *rttDist) add(fb *flowBatch, i int, iter bool) {
 	if k := fb.opt[optMinRTT][i]; k > 0 && fb.has(optMinRTT, i) && (d.kernel == 0 || k < d.kernel) {
 		d.kernel = k
 	}
 	w := fb.samples[i]
+	if w == 0 && iter && fb.has(optLastRTT, i) && fb.opt[optLastRTT][i] > 0 {
+		v := fb.opt[optLastRTT][i]
+		d.rows++
+		d.samples++
+		d.iter = true
+		d.p50.add(quantUs(v), 1)
+		d.p99.add(quantUs(v), 1)
+		d.min = minNZ(d.min, v)
+		d.max = max(d.max, v)
+		return
+	}
 	if w == 0 {
 		return
 	}
@@ -68,6 +92,7 @@ func (d *rttDist) merge(o *rttDist) {
 		d.min = o.min
 	}
 	d.max = max(d.max, o.max)
+	d.iter = d.iter || o.iter
 	d.samples += o.samples
 	d.rows += o.rows
 }
@@ -78,7 +103,7 @@ func (d *rttDist) summary() *RTTSummary {
 		return nil
 	}
 	return &RTTSummary{P50Us: d.p50.percentile(0.50), P99Us: d.p99.percentile(0.99),
-		MinUs: d.min, MaxUs: d.max, KernelMinUs: d.kernel, Samples: d.samples, Rows: d.rows}
+		MinUs: d.min, MaxUs: d.max, KernelMinUs: d.kernel, Samples: d.samples, Rows: d.rows, FromIterator: d.iter}
 }
 
 // wdistInline is how many distinct values a wdist holds without a heap

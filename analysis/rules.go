@@ -376,6 +376,11 @@ func ruleStorage(f *facts) Verdict {
 	return v
 }
 
+// iterMinRTTRows is how many flow-intervals of the socket iterator a peer
+// needs for the hairpin rule when the run had no tcp_probe: each carries
+// the kernel's min_rtt_us, the minimum over every ACK, not one sample.
+const iterMinRTTRows = 3
+
 // ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link
 // expectation.
 func ruleHairpin(f *facts) Verdict {
@@ -383,12 +388,14 @@ func ruleHairpin(f *facts) Verdict {
 	expect := float64(th.HairpinExpectRTT.Microseconds()) // --expect-rtt, else the run's (Thresholds.withManifest)
 	limit := th.HairpinFactor * expect
 	v := Verdict{Rule: RuleHairpin, Thresholds: []string{fmt.Sprintf(
-		"a peer's min RTT > %.3g x %s expected of an on-link peer = %s (>= %d samples; judged on min RTT, not loaded RTT)",
-		th.HairpinFactor, fmtUs(expect), fmtUs(limit), th.MinRTTSamples)}}
+		"a peer's min RTT > %.3g x %s expected of an on-link peer = %s (>= %d samples, or without tcp_probe the kernel's "+
+			"min_rtt_us, its minimum over every ACK, in >= %d flow-intervals; judged on min RTT, not loaded RTT)",
+		th.HairpinFactor, fmtUs(expect), fmtUs(limit), th.MinRTTSamples, iterMinRTTRows)}}
 	judged, worst := 0, 0.0
 	var far []string
 	for _, p := range f.r.Peers {
-		if p.RTT == nil || p.RTT.Samples < th.MinRTTSamples {
+		if p.RTT == nil || (p.RTT.Samples < th.MinRTTSamples &&
+			!(p.RTT.FromIterator && p.RTT.KernelMinUs > 0 && p.RTT.Rows >= iterMinRTTRows)) {
 			continue
 		}
 		judged++

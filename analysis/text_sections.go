@@ -64,6 +64,10 @@ func (r *Report) writeRTT(p *printer) {
 		return
 	}
 	t := r.RTT
+	if t.FromIterator {
+		p.line("  without tcp_probe: each flow-interval's one sample is the socket iterator's tcp_last_rtt_us (the socket's " +
+			"latest RTT sample when it was read), so p50/p99 are of those samples")
+	}
 	kmin := ""
 	if t.KernelMinUs > 0 {
 		kmin = fmt.Sprintf(" (kernel min_rtt_us %d µs)", t.KernelMinUs)
@@ -75,8 +79,12 @@ func (r *Report) writeRTT(p *printer) {
 		{"  max", fmt.Sprintf("%d µs", t.MaxUs)},
 		{"  samples", fmt.Sprintf("%d (in %d flow-intervals)", t.Samples, t.Rows)},
 	})
-	p.line("  the samples are tp->rack.rtt_us at tcp_probe (the newest acked segment's RTT, what BBR and min_rtt use); srtt in the " +
-		"flows table (tp->srtt_us) is smoothed and, under bulk load, follows older segments that waited in the send path, so it runs higher")
+	at := "at tcp_probe"
+	if t.FromIterator {
+		at = "when the iterator read the socket"
+	}
+	p.line("  the samples are tp->rack.rtt_us %s (the newest acked segment's RTT, what BBR and min_rtt use); srtt in the "+
+		"flows table (tp->srtt_us) is smoothed and, under bulk load, follows older segments that waited in the send path, so it runs higher", at)
 }
 
 // rttCells formats min/p50/p99 of s in µs.
@@ -122,7 +130,7 @@ func (r *Report) writeFlows(p *printer) {
 	rows := [][]string{{"  flow (local -> remote)", "side", "gen", "tx bytes", "rx bytes", "steady rate",
 		"window (steady avg)", "srtt (steady)", "window x 8 / srtt", "ratio", "last cwnd", "mss", "last srtt",
 		"min RTT", "p50 RTT", "p99 RTT", "retx"}}
-	bytesOff, retxOff, capped := r.FlowBytesOff() != "", r.FlowRetxOff(), false
+	bytesOff, retxOff, capped, payload := r.FlowBytesOff() != "", r.FlowRetxOff(), false, false
 	for i, f := range r.Flows {
 		if i == TextFlows {
 			break
@@ -145,7 +153,11 @@ func (r *Report) writeFlows(p *printer) {
 			ratio = fmt.Sprintf("%.2f", x)
 		}
 		steady := u.FormatRate(f.SteadyBps)
-		if bytesOff {
+		switch {
+		case f.PayloadRate:
+			steady += " (payload)"
+			payload = true
+		case bytesOff:
 			steady = "n/a"
 		}
 		row := []string{"  " + f.Src + " -> " + f.Dst, side, gen, countCell(f.TxBytes, bytesOff), countCell(f.RxBytes, bytesOff),
@@ -156,7 +168,11 @@ func (r *Report) writeFlows(p *printer) {
 		rows = append(rows, append(append(row, rttCells(f.RTT)...), countCell(f.Retransmits, retxOff != "")))
 	}
 	p.table(rows)
-	if bytesOff {
+	switch {
+	case bytesOff && payload:
+		p.line("  tx bytes, rx bytes: %s; steady rate (payload) = flows.tcp_bytes_acked (sending) or tcp_bytes_received "+
+			"(receiving) over the steady state, the socket iterator's payload counters: no L2/IP/TCP headers", na(r.FlowBytesOff()))
+	case bytesOff:
 		p.line("  tx bytes, rx bytes, steady rate: %s", na(r.FlowBytesOff()))
 	}
 	if why := r.reasons[figFlowTCP]; why != "" {
@@ -195,7 +211,7 @@ func (r *Report) writeRetransmits(p *printer) {
 	x := r.Retx
 	rows := [][]string{
 		{"  sender (traffic.tcp_retransmits, TCP_INFO)", optCount(r.SenderRetransmits, r.reason(figSndRetx, "not recorded"))},
-		{"  all flows (flows.retransmits, BPF tcp_retransmit_skb)", optCount(r.FlowRetransmits, r.reason(figFlowRetx, "probes off"))},
+		{"  all flows (flows.retransmits, " + r.flowRetxCounter() + ")", optCount(r.FlowRetransmits, r.reason(figFlowRetx, "probes off"))},
 		{"  receiver", na("counted on the sender")},
 	}
 	if x.Source != "" {

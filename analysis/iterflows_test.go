@@ -1,0 +1,108 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/netprof/netprof/analysis/analysistest"
+	"github.com/netprof/netprof/trace"
+)
+
+// iteratorOnly turns the scenario's flows rows into what the socket
+// iterator alone records (netdev and tcp_probe not selected): no interface
+// bytes or RTT histogram; the socket's payload counters, its latest RTT
+// sample, srtt, cwnd and the kernel's min RTT. The payload is the rows'
+// L2 bytes, so the expected rates are known exactly.
+func iteratorOnly(t *testing.T, s analysistest.Scenario) (trace.Manifest, Tables, map[string]uint64) {
+	t.Helper()
+	m := s.Manifest()
+	for _, p := range []string{"np_nd_rx", "np_nd_tx", "np_nd_napi", "np_tcp_probe", "np_tcp_retrans", "np_si_entry"} {
+		m.Probes = append(m.Probes, trace.Probe{Name: p, Reason: trace.ReasonNotSelected})
+	}
+	m.Probes = append(m.Probes, trace.Probe{Name: "np_tcp_iter", Hook: "iter:tcp", Attached: true})
+	ifaces, cpus, flows, tr := s.Tables()
+	perFlow := map[string]uint64{} // src>dst (ip:port) -> payload bytes in the data direction, whole run
+	for i := range flows {
+		f := &flows[i]
+		k := fmt.Sprintf("%s:%d>%s:%d", f.SrcAddr, f.SrcPort, f.DstAddr, f.DstPort)
+		acked, received := f.TxBytes, f.RxBytes
+		if f.Netns == analysistest.RecvNetns {
+			acked = 0
+			perFlow[k] += received
+		} else {
+			received = 0
+			perFlow[k] += acked
+			f.TCPLastRttUs = f.SrttUs
+		}
+		f.TCPBytesAcked, f.TCPBytesReceived = &acked, &received
+		f.RxBytes, f.RxPackets, f.RxSkbs, f.RxWireBytes, f.TxBytes, f.TxPackets, f.TxSkbs, f.TxWireBytes = 0, 0, 0, 0, 0, 0, 0, 0
+		f.Ifindex, f.Ifname, f.RTTSamples = 0, "", 0
+		f.RTTMinUs, f.RTTP50Us, f.RTTP99Us, f.RTTMaxUs = nil, nil, nil, nil
+	}
+	for i := range cpus {
+		cpus[i].NetRxSoftirqNs, cpus[i].NetRxSoftirqCount, cpus[i].NetTxSoftirqNs, cpus[i].NetTxSoftirqCount = nil, nil, nil, nil
+		cpus[i].RxPackets, cpus[i].RxBytes, cpus[i].NapiPolls, cpus[i].NapiPackets, cpus[i].NapiBudgetExhausted = nil, nil, nil, nil, nil
+	}
+	return m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: tr}, perFlow
+}
+
+// With the socket iterator alone, each flow's direction and steady rate
+// come from its payload counters (labelled payload), the RTT figures from
+// its latest RTT samples and the kernel's min RTT, and the verdicts that
+// need them judge instead of skipping.
+func TestIteratorOnlyFlows(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 8, Streams: 2, RateBps: flat(4e9), RTTMinUs: 40, WindowRatio: 0.95, RetxFraction: 0.001}
+	m, tabs, perFlow := iteratorOnly(t, s)
+	r, err := BuildTables(m, tabs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Flows) != 4 {
+		t.Fatalf("%d flows, want 4 (2 streams x 2 ends)", len(r.Flows))
+	}
+	steadySecs := r.steady().SteadyEnd.Sub(r.steady().SteadyStart).Seconds()
+	for _, f := range r.Flows {
+		sender := strings.HasPrefix(f.Src, analysistest.SenderAddr+":")
+		if f.Sending != sender || !f.PayloadRate || !f.TCPBytes {
+			t.Errorf("%s -> %s: sending %v payload rate %v, want sending %v from the payload counters", f.Src, f.Dst, f.Sending, f.PayloadRate, sender)
+		}
+		total := f.ReceivedBytes
+		if sender {
+			total = f.AckedBytes
+		}
+		if total != perFlow[f.Src+">"+f.Dst] {
+			t.Errorf("%s: payload %d B, rows hold %d", f.Src, total, perFlow[f.Src+">"+f.Dst])
+		}
+		// flat rate: the steady rate is the whole run's per-interval rate
+		want := float64(total) * 8 / float64(s.Intervals) // 1 s intervals
+		if d := f.SteadyBps/want - 1; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: steady %.0f bit/s, want %.0f (steady window %.1f s)", f.Src, f.SteadyBps, want, steadySecs)
+		}
+	}
+	if r.RTT == nil || !r.RTT.FromIterator || r.RTT.P50Us != 80 || r.RTT.KernelMinUs != 40 || r.RTT.Samples != uint64(2*s.Intervals) {
+		t.Fatalf("RTT %+v, want the iterator's samples: p50 80 µs, kernel min 40 µs, %d samples", r.RTT, 2*s.Intervals)
+	}
+	if r.BDP.MinRTTUs != 40 {
+		t.Errorf("BDP min RTT %d µs, want the kernel's 40", r.BDP.MinRTTUs)
+	}
+	wantVerdict(t, r, RuleHairpin, NotFired, "min RTT")
+	if v := r.Verdict(RuleWindow); v.Status == Skipped {
+		t.Errorf("window rule skipped: %s", v.Summary)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(payload)", "steady rate (payload) = flows.tcp_bytes_acked (sending)",
+		"flows.retransmits, socket iterator, total_retrans", "socket iterator's tcp_last_rtt_us"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, f := range r.JSON().Flows {
+		if f.SteadyGbps == nil || !strings.HasPrefix(f.SteadyCounter, "payload") || f.AckedBytes == nil || f.TxBytes != nil {
+			t.Errorf("JSON flow %s: steady %v (%q), acked %v, tx %v", f.Src, f.SteadyGbps, f.SteadyCounter, f.AckedBytes, f.TxBytes)
+		}
+	}
+}
