@@ -28,7 +28,7 @@ type flowState struct {
 	// acked and received are the socket iterator's payload counters
 	// (tcp_bytes_acked, tcp_bytes_received), whole run and steady state;
 	// tcpBytes: a row had them.
-	acked, received             uint64
+	acked, received, dataSegs   uint64
 	steadyAcked, steadyReceived uint64
 	tcpBytes                    bool
 	steadyNs, winNs             int64
@@ -128,6 +128,9 @@ func (a *flowAcc) row(fb *flowBatch, i int) {
 		f.acked += fb.opt64[optAcked][i]
 		f.received += fb.opt64[optReceived][i]
 		f.tcpBytes = true
+	}
+	if fb.has64(optDataSegsOut, i) {
+		f.dataSegs += fb.opt64[optDataSegsOut][i]
 	}
 	if a.steadyOn {
 		if mid := fb.end[i] - fb.ivNs[i]/2; mid >= a.steadyLo && mid <= a.steadyHi {

@@ -26,6 +26,7 @@ const (
 const (
 	optAcked = iota
 	optReceived
+	optDataSegsOut
 	numOpt64
 )
 
@@ -46,6 +47,7 @@ var flowColumns = []trace.Column{
 	{Name: "min_rtt_us", Kind: trace.Uint32Col}, {Name: "mss", Kind: trace.Uint32Col},
 	{Name: "tcp_last_rtt_us", Kind: trace.Uint32Col},
 	{Name: "tcp_bytes_acked", Kind: trace.Uint64Col}, {Name: "tcp_bytes_received", Kind: trace.Uint64Col},
+	{Name: "tcp_data_segs_out", Kind: trace.Uint64Col},
 }
 
 // flowBatch is flows rows column by column: what flowAcc reads, whether
@@ -162,7 +164,7 @@ func fromRows(rows []trace.FlowRow, intern func(string) uint32, str func(uint32)
 				fb.opt[k][i], fb.optOK[k][i] = *p, true
 			}
 		}
-		for k, p := range []*uint64{x.TCPBytesAcked, x.TCPBytesReceived} {
+		for k, p := range []*uint64{x.TCPBytesAcked, x.TCPBytesReceived, x.TCPDataSegsOut} {
 			if p != nil {
 				fb.opt64[k][i], fb.opt64OK[k][i] = *p, true
 			}

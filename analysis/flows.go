@@ -38,6 +38,9 @@ type FlowSummary struct {
 	// the flow had those columns.
 	AckedBytes, ReceivedBytes uint64
 	TCPBytes                  bool
+	// DataSegsOut counts the data segments the socket sent, retransmits
+	// included (flows.tcp_data_segs_out, socket iterator), whole run.
+	DataSegsOut uint64
 	// SteadyBps is the flow's rate in its data direction (tx when Sending,
 	// else rx) over its rows in the steady state, bit/s; 0 without rows
 	// there. PayloadRate: the flow has no interface bytes (netdev probe
@@ -155,7 +158,7 @@ func (f *flowState) summary(endpoints map[string]bool) FlowSummary {
 		Src: addrPort(f.src, k.sport), Dst: addrPort(f.dst, k.dport), Peer: f.dst,
 		Sending: f.tx > f.rx, TxBytes: f.tx, RxBytes: f.rx, TxPackets: f.txPkts, Retransmits: f.retx,
 		Cwnd: f.cwnd, MSS: f.mss, SrttUs: f.srtt, RTT: f.rtt.summary(),
-		AckedBytes: f.acked, ReceivedBytes: f.received, TCPBytes: f.tcpBytes}
+		AckedBytes: f.acked, ReceivedBytes: f.received, TCPBytes: f.tcpBytes, DataSegsOut: f.dataSegs}
 	s.Generator = endpoints[s.Src+">"+s.Dst]
 	noIface := f.tx == 0 && f.rx == 0
 	switch {

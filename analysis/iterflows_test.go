@@ -34,11 +34,19 @@ func iteratorOnly(t *testing.T, s analysistest.Scenario) (trace.Manifest, Tables
 			received = 0
 			perFlow[k] += acked
 			f.TCPLastRttUs = f.SrttUs
+			segs := f.TxPackets
+			f.TCPDataSegsOut = &segs
+			perFlow["segments"] += segs
 		}
 		f.TCPBytesAcked, f.TCPBytesReceived = &acked, &received
 		f.RxBytes, f.RxPackets, f.RxSkbs, f.RxWireBytes, f.TxBytes, f.TxPackets, f.TxSkbs, f.TxWireBytes = 0, 0, 0, 0, 0, 0, 0, 0
 		f.Ifindex, f.Ifname, f.RTTSamples = 0, "", 0
 		f.RTTMinUs, f.RTTP50Us, f.RTTP99Us, f.RTTMaxUs = nil, nil, nil, nil
+	}
+	for i := range ifaces {
+		x := &ifaces[i]
+		x.BpfRxBytes, x.BpfRxPackets, x.BpfRxSkbs, x.BpfRxWireBytes = nil, nil, nil, nil
+		x.BpfTxBytes, x.BpfTxPackets, x.BpfTxSkbs, x.BpfTxWireBytes = nil, nil, nil, nil
 	}
 	for i := range cpus {
 		cpus[i].NetRxSoftirqNs, cpus[i].NetRxSoftirqCount, cpus[i].NetTxSoftirqNs, cpus[i].NetTxSoftirqCount = nil, nil, nil, nil
@@ -87,6 +95,10 @@ func TestIteratorOnlyFlows(t *testing.T) {
 		t.Errorf("BDP min RTT %d µs, want the kernel's 40", r.BDP.MinRTTUs)
 	}
 	wantVerdict(t, r, RuleHairpin, NotFired, "min RTT")
+	if x := r.Retx; x.SegmentsSent != perFlow["segments"] || !strings.Contains(x.SegmentsSource, "tcp_data_segs_out") || x.Fraction <= 0 {
+		t.Errorf("segments sent %d (%s), fraction %.4f; want the sending flows' %d data segments", x.SegmentsSent, x.SegmentsSource,
+			x.Fraction, perFlow["segments"])
+	}
 	if v := r.Verdict(RuleWindow); v.Status == Skipped {
 		t.Errorf("window rule skipped: %s", v.Summary)
 	}

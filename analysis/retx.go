@@ -30,8 +30,8 @@ type RetxSummary struct {
 	SentSource string
 	PerGB      float64
 	// SegmentsSent counts segments sent (sending flows' tx_packets, else
-	// the sending interface's bpf_tx_packets; 0 unknown); Fraction is
-	// Segments / SegmentsSent.
+	// the sending interface's bpf_tx_packets, else the sending flows'
+	// tcp_data_segs_out; 0 unknown); Fraction is Segments / SegmentsSent.
 	SegmentsSent   uint64
 	SegmentsSource string
 	Fraction       float64
@@ -108,6 +108,12 @@ func (b *builder) segmentsSent(x *RetxSummary, send []FlowSummary) {
 	x.SegmentsSource = "flows.tx_packets (sending flows)"
 	if x.SegmentsSent == 0 && b.tx.bpfPacketsSet {
 		x.SegmentsSent, x.SegmentsSource = b.tx.bpfPackets, "ifaces.bpf_tx_packets of "+b.tx.key.name
+	}
+	if x.SegmentsSent == 0 {
+		for _, f := range send {
+			x.SegmentsSent += f.DataSegsOut
+		}
+		x.SegmentsSource = "flows.tcp_data_segs_out (sending flows, socket iterator: data segments, retransmits included)"
 	}
 	if x.SegmentsSent == 0 {
 		x.SegmentsSource = ""

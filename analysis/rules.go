@@ -44,6 +44,10 @@ func ruleSoftirq(f *facts) Verdict {
 			v.Evidence = append(v.Evidence, fmt.Sprintf("busiest CPU %d: softirq of every vector %s of the %s (cpus.proc_softirq_ns / "+
 				"proc_total_ns, tick-sampled); NET_RX alone n/a (%s)", c.CPU, pct(c.Proc.Softirq), r.CPUWindow, r.SoftirqOff))
 		}
+		if n, mean := meanHot(r); n > 1 {
+			v.Evidence = append(v.Evidence, fmt.Sprintf("mean over the %d CPUs: softirq of every vector %s (a machine-wide average hides one busy core)",
+				n, pct(mean)))
+		}
 	case r.SoftirqOff != "":
 		v.Evidence = append(v.Evidence, "NET_RX softirq time n/a ("+r.SoftirqOff+"): judged on NAPI budget exhaustion only")
 	default:
@@ -102,6 +106,21 @@ func cpuEvidence(r *Report) []string {
 			len(r.CPUs), pct(meanShare(r.CPUs))))
 	}
 	return out
+}
+
+// meanHot is the mean HotShare over the CPUs that have it, and their number.
+func meanHot(r *Report) (int, float64) {
+	n, sum := 0, 0.0
+	for _, c := range r.CPUs {
+		if r.HotSource != HotAllSoftirq || c.Proc != nil {
+			n++
+			sum += r.HotShare(c)
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return n, sum / float64(n)
 }
 
 // meanShare is the mean NET_RX share over the CPUs.
@@ -381,6 +400,13 @@ func ruleStorage(f *facts) Verdict {
 // the kernel's min_rtt_us, the minimum over every ACK, not one sample.
 const iterMinRTTRows = 3
 
+// EnoughRTT reports whether s has enough RTT samples for the hairpin rule
+// to judge its min RTT: MinRTTSamples, or without tcp_probe the kernel's
+// min_rtt_us in iterMinRTTRows flow-intervals.
+func (th Thresholds) EnoughRTT(s *RTTSummary) bool {
+	return s != nil && (s.Samples >= th.MinRTTSamples || (s.FromIterator && s.KernelMinUs > 0 && s.Rows >= iterMinRTTRows))
+}
+
 // ruleHairpin: a peer's MIN RTT is above HairpinFactor × the on-link
 // expectation.
 func ruleHairpin(f *facts) Verdict {
@@ -394,8 +420,7 @@ func ruleHairpin(f *facts) Verdict {
 	judged, worst := 0, 0.0
 	var far []string
 	for _, p := range f.r.Peers {
-		if p.RTT == nil || (p.RTT.Samples < th.MinRTTSamples &&
-			!(p.RTT.FromIterator && p.RTT.KernelMinUs > 0 && p.RTT.Rows >= iterMinRTTRows)) {
+		if !th.EnoughRTT(p.RTT) {
 			continue
 		}
 		judged++

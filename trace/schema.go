@@ -201,6 +201,9 @@ type FlowRow struct {
 	// sockets it did not see.
 	TCPBytesAcked    *uint64 `parquet:"tcp_bytes_acked,optional"`    // payload bytes the peer acknowledged
 	TCPBytesReceived *uint64 `parquet:"tcp_bytes_received,optional"` // payload bytes received in order
+	// TCPDataSegsOut counts data segments sent, retransmits included
+	// (tcpi_data_segs_out).
+	TCPDataSegsOut *uint64 `parquet:"tcp_data_segs_out,optional"`
 	// What limited the sender (the kernel's chrono accounting): time with
 	// data in flight (busy), and the parts of it the peer's receive window
 	// or this socket's send buffer limited, µs.

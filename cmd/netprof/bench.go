@@ -74,7 +74,10 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.BoolFlag{Name: "ipv6", Usage: "IPv6 on the local test bed (2001:2::/64), or a peer name's IPv6 address", EnvVars: []string{"NETPROF_IPV6"}},
 		&cli.BoolFlag{Name: "quiet", Usage: "no live line per interval on stderr", EnvVars: []string{"NETPROF_QUIET"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
-		&cli.StringFlag{Name: "probes", Value: "all", Usage: "probe groups to attach: all, default (" + strings.Join(probeset.Default, ",") + "), or some of, comma-separated: " + probeset.Help(), EnvVars: []string{"NETPROF_PROBES"}},
+		&cli.StringFlag{Name: "probes", Value: "default", Usage: "probe groups to attach: default (" + strings.Join(probeset.Default, ",") +
+			": no per-packet hook; softirq per CPU from /proc/stat, every vector), deep or all (every group: exact NET_RX time, " +
+			"BPF interface and flow bytes, RTT histogram, NAPI; their per-packet hooks cost 10-25% of throughput on a CPU-bound path), " +
+			"or some of, comma-separated: " + probeset.Help(), EnvVars: []string{"NETPROF_PROBES"}},
 		&cli.StringFlag{Name: "link-speed", Usage: "rated link speed with a unit, e.g. 10Gbit or 10000Mbit (a bare number is refused), for the wire-bound verdict; recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 		&cli.BoolFlag{Name: "bpf-stats", Value: true, Usage: "kernel BPF run-time stats for the probes table (run count, ns/event); --bpf-stats=false saves their two clock reads (~40 ns) per program run", EnvVars: []string{"NETPROF_BPF_STATS"}},

@@ -170,6 +170,7 @@ func (s *IterSampler) fill(row *trace.FlowRow, p, c *SockInfo) {
 	row.SrttUs, row.SndCwnd, row.MinRttUs, row.MSS = ptr(c.SrttUs), ptr(c.SndCwnd), ptr(c.MinRttUs), ptr(c.MSS)
 	row.TCPBytesAcked = ptr(c.BytesAcked - p.BytesAcked)
 	row.TCPBytesReceived = ptr(c.BytesReceived - p.BytesReceived)
+	row.TCPDataSegsOut = ptr(uint64(c.DataSegsOut - p.DataSegsOut)) // 32-bit counter: the difference survives one wrap
 	if us, ok := s.jiffy.Micros(c.BusyJiffies - min(p.BusyJiffies, c.BusyJiffies)); ok {
 		row.TCPBusyUs = ptr(us)
 		rw, _ := s.jiffy.Micros(c.RwndLimitedJiffies - min(p.RwndLimitedJiffies, c.RwndLimitedJiffies))

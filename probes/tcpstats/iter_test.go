@@ -3,6 +3,7 @@ package tcpstats
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"testing"
@@ -127,6 +128,7 @@ func TestIterMatchesTCPInfo(t *testing.T) {
 		check("bytes_sent", snd.BytesSent, ti.Bytes_sent)
 		check("bytes_retrans", snd.BytesRetrans, ti.Bytes_retrans)
 		check("segs_out", uint64(snd.SegsOut), uint64(ti.Segs_out))
+		check("data_segs_out", uint64(snd.DataSegsOut), uint64(ti.Data_segs_out))
 		check("segs_in", uint64(snd.SegsIn), uint64(ti.Segs_in))
 		check("total_retrans", uint64(snd.TotalRetrans), uint64(ti.Total_retrans))
 		check("srtt_us", uint64(snd.SrttUs), uint64(ti.Rtt))
@@ -265,16 +267,17 @@ func TestIterSamplerCountsFromPrevious(t *testing.T) {
 	s := &IterSampler{}
 	s.jiffy.us = 4000 // HZ 250
 	k := Key{Netns: 1, Family: 4, Local: netip.MustParseAddrPort("198.18.0.1:40000"), Remote: netip.MustParseAddrPort("198.18.0.2:5001")}
-	p := SockInfo{Key: k, BytesAcked: 1000, TotalRetrans: 5, BusyJiffies: 10, SegsOut: 10}
-	c := SockInfo{Key: k, BytesAcked: 1500, TotalRetrans: 7, BusyJiffies: 9, SegsOut: 15}
+	p := SockInfo{Key: k, BytesAcked: 1000, TotalRetrans: 5, BusyJiffies: 10, SegsOut: 10, DataSegsOut: math.MaxUint32 - 2}
+	c := SockInfo{Key: k, BytesAcked: 1500, TotalRetrans: 7, BusyJiffies: 9, SegsOut: 15, DataSegsOut: 4}
 	var iv trace.Interval
 	s.add(&iv, flowIndex(&iv), p, &c)
 	if len(iv.Flows) != 1 {
 		t.Fatalf("%d rows", len(iv.Flows))
 	}
 	r := iv.Flows[0]
-	if *r.TCPBytesAcked != 500 || r.Retransmits != 2 || *r.TCPBusyUs != 0 {
-		t.Errorf("row: acked %d, retransmits %d, busy %d µs; want 500, 2, 0", *r.TCPBytesAcked, r.Retransmits, *r.TCPBusyUs)
+	if *r.TCPBytesAcked != 500 || r.Retransmits != 2 || *r.TCPBusyUs != 0 || *r.TCPDataSegsOut != 7 {
+		t.Errorf("row: acked %d, retransmits %d, busy %d µs, data segments %d (across the 32-bit wrap); want 500, 2, 0, 7",
+			*r.TCPBytesAcked, r.Retransmits, *r.TCPBusyUs, *r.TCPDataSegsOut)
 	}
 	c.BytesAcked = 300 // a new socket with the same addresses
 	iv = trace.Interval{}

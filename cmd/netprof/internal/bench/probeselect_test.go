@@ -3,10 +3,12 @@ package bench
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/trace"
 )
@@ -70,10 +72,12 @@ func TestBenchProbeSelection(t *testing.T) {
 	}
 }
 
-// The "default" preset: the per-ACK and NAPI programs are left out, the
-// socket iterator gives each sending flow its srtt, cwnd, mss and
-// retransmits (the report does not call them unmeasured), and its
-// tcp_bytes_acked add up to what the generator's senders wrote.
+// The "default" preset: no program per packet, ACK or softirq; the socket
+// iterator gives each sending flow its srtt, cwnd, mss, retransmits and
+// payload rate (the report does not call them unmeasured), and its
+// tcp_bytes_acked add up to what the generator's senders wrote; every
+// online CPU has a cpus row from /proc/stat with the probes' columns null,
+// and the hot core is judged on /proc/stat softirq.
 func TestBenchDefaultProbes(t *testing.T) {
 	requireBench(t, true)
 	cfg := DefaultConfig()
@@ -91,10 +95,27 @@ func TestBenchDefaultProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range run.Manifest.Probes {
-		perAck := p.Name == "np_tcp_probe" || p.Name == "np_nd_napi" || p.Name == "np_tcp_retrans"
-		if perAck == p.Attached || (perAck && p.Reason != probeset.NotSelected) {
+		hookFree := p.Name == "np_tcp_iter" || p.Name == "np_tcp_close" || p.Name == "np_ss_state"
+		if hookFree != p.Attached || (!hookFree && p.Reason != probeset.NotSelected) {
 			t.Errorf("program %s: attached %v reason %q", p.Name, p.Attached, p.Reason)
 		}
+	}
+	cpus, err := run.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]bool{}
+	for _, c := range cpus {
+		seen[c.CPU] = true
+		if c.NetRxSoftirqNs != nil || c.RxPackets != nil || c.NapiPolls != nil {
+			t.Errorf("cpu %d at %v: a probe column set without its probe: %+v", c.CPU, c.Time, c)
+		}
+	}
+	if len(seen) != runtime.NumCPU() {
+		t.Errorf("cpus rows for %d CPUs, %d online", len(seen), runtime.NumCPU())
+	}
+	if r := res.Report; r.HotSource != analysis.HotAllSoftirq || r.BusiestCPU < 0 {
+		t.Errorf("hot core %d from %q, want one from /proc/stat", r.BusiestCPU, r.HotSource)
 	}
 	// bench turns BPF run-time stats on by default: the report says what
 	// the programs took (a few percent of the host at most here).
@@ -117,6 +138,20 @@ func TestBenchDefaultProbes(t *testing.T) {
 	}
 	if sending != cfg.Streams {
 		t.Errorf("%d sending flows, want %d", sending, cfg.Streams)
+	}
+	// The sending flows' payload rates add up to the generator's steady
+	// state (the same window; acked trails written by what is in flight).
+	var payload float64
+	for _, f := range res.Report.Flows {
+		if f.Sending && f.Generator {
+			if !f.PayloadRate {
+				t.Errorf("flow %s: steady rate not from the payload counters", f.Src)
+			}
+			payload += f.SteadyBps
+		}
+	}
+	if app := res.Report.Primary; app == nil || app.W == nil || offBy(payload, app.W.SteadyBps) > 0.05 {
+		t.Errorf("sending flows' payload %.3g bit/s, generator's steady state %+v", payload, app)
 	}
 	flows, err := run.Flows()
 	if err != nil {

@@ -37,12 +37,18 @@ var Groups = []Group{
 		"(sock:inet_sock_set_state, once per connection)", []string{bpf.TcpiterProgNpTcpIter, bpf.TcpiterProgNpTcpClose}},
 }
 
-// Default is the "default" preset: the groups with no program per ACK
-// or per NAPI poll (TCP figures from the socket iterator instead of
-// tcp:tcp_probe; no RTT histogram, no NAPI budget figures). Measured
-// here it costs about as much as all groups (BenchmarkProbeCostSets;
-// README): bench still attaches all groups unless told otherwise.
-var Default = []string{"netdev", "softirq", "sockstate", "tcpsock"}
+// Default is the "default" preset, bench's default: no program that runs
+// per packet, per ACK or per softirq. TCP figures come from the socket
+// iterator read once per interval (and one close hook per connection);
+// interface bytes from netlink; per-CPU softirq time (every vector),
+// packets and time squeezes from /proc/stat and /proc/net/softnet_stat.
+// What it does not give (n/a with the reason "not selected"): NET_RX
+// softirq time alone, interface bytes counted by BPF, per-flow L2 bytes
+// (flows get the socket's payload bytes), the per-ACK RTT histogram and
+// NAPI budget figures. Those need "deep" (every group), whose per-packet
+// hooks cost 10-25% of throughput on a CPU-bound path (README, "Probe
+// cost"; BenchmarkProbeCostSets).
+var Default = []string{"sockstate", "tcpsock"}
 
 // groupNames returns the group names, comma-separated.
 func groupNames() string {
@@ -62,13 +68,13 @@ func Help() string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-// Parse parses a --probes value: "all" (nil: every group), "default"
-// (Default) or a comma-separated list of group names. An unknown name is
-// an error that lists the known ones.
+// Parse parses a --probes value: "deep" or "all" (nil: every group),
+// "default" (Default) or a comma-separated list of group names. An unknown
+// name is an error that lists the known ones.
 func Parse(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
 	switch s {
-	case "", "all":
+	case "", "all", "deep":
 		return nil, nil
 	case "default":
 		return slices.Clone(Default), nil
@@ -77,7 +83,7 @@ func Parse(s string) ([]string, error) {
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
 		if !slices.ContainsFunc(Groups, func(g Group) bool { return g.Name == name }) {
-			return nil, fmt.Errorf("unknown probe group %q: want all, default, or some of %s", name, groupNames())
+			return nil, fmt.Errorf("unknown probe group %q: want default, deep (= all), or some of %s", name, groupNames())
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)

@@ -14,10 +14,11 @@ func TestParse(t *testing.T) {
 	}{
 		{"", nil, ""},
 		{"all", nil, ""},
+		{"deep", nil, ""},
 		{"tcp", []string{"tcp"}, ""},
 		{" netdev , tcp,netdev", []string{"netdev", "tcp"}, ""},
-		{"default", Default, ""},
-		{"tcp,bogus", nil, `unknown probe group "bogus": want all, default, or some of netdev,napi,softirq,tcp,sockstate,tcpsock`},
+		{"default", []string{"sockstate", "tcpsock"}, ""},
+		{"tcp,bogus", nil, `unknown probe group "bogus": want default, deep (= all), or some of netdev,napi,softirq,tcp,sockstate,tcpsock`},
 	} {
 		got, err := Parse(tc.in)
 		if tc.wantErr != "" {
