@@ -32,10 +32,10 @@ type flowState struct {
 	steadyAcked, steadyReceived uint64
 	tcpBytes                    bool
 	steadyNs, winNs             int64
-	winSum, winBytes     float64
-	lastSteady           int64 // end (Unix ns) of the last steady interval counted
-	rtt                  rttDist
-	src, dst             string
+	winSum, winBytes            float64
+	lastSteady                  int64 // end (Unix ns) of the last steady interval counted
+	rtt                         rttDist
+	src, dst                    string
 }
 
 // flowAcc accumulates the flows table, in row order.

@@ -68,7 +68,7 @@ func serverRequests(s *blobtest.Server) int64 {
 }
 
 // Ground truth: the fault-injecting Blob server's own counts. A real `blob
-// pull` against a server that, after 128 GETs, answers every second GET 503
+// pull` against a server that, after 256 GETs, answers every second GET 503
 // ServerBusy (each retry backs off 20 ms), then `netprof analyze --json` of
 // the run: storage-throttled fires, its evidence's 503 and request counts
 // equal what the server sent, and the intervals with 503s are slower than
@@ -77,9 +77,14 @@ func serverRequests(s *blobtest.Server) int64 {
 func TestVerdictStorageThrottled(t *testing.T) {
 	bin := buildBinary(t)
 	s := newBlobServer(t)
-	s.PutSynthetic("cont", "b", 256<<20+99)
+	// 512 MiB, throttled after the first 256 GETs: the intervals without
+	// 503s are many (~half the run), not the few of the pull's start, where
+	// connection set-up and slow start on a loaded machine make any
+	// interval slow (256 MiB throttled after 128: 7 intervals of 42, median
+	// 0.48 Gbit/s without 503s vs 1.66 with, once under make test).
+	s.PutSynthetic("cont", "b", 512<<20+99)
 
-	s.SetFault(busyAfter(128, 2))
+	s.SetFault(busyAfter(256, 2))
 	busyRun := blobPull(t, bin, s.URL)
 	busy, reqs := s.Count(http.StatusServiceUnavailable, "ServerBusy"), serverRequests(s)
 	v := analyzeVerdict(t, bin, busyRun, analysis.RuleStorage)
@@ -94,7 +99,7 @@ func TestVerdictStorageThrottled(t *testing.T) {
 	if len(v.Evidence) == 0 || !strings.HasPrefix(v.Evidence[0], want) {
 		t.Errorf("evidence %q, want it to start %q (the server's counts)", v.Evidence, want)
 	}
-	// The first 128 GETs were served at full speed, then half the attempts
+	// The first 256 GETs were served at full speed, then half the attempts
 	// cost a 20 ms back-off: the intervals with 503s must be slower.
 	var with, without float64
 	if len(v.Evidence) < 2 {
