@@ -89,12 +89,12 @@ func throughputChart(r *analysis.Report) chart {
 func heatChart(r *analysis.Report) chart {
 	c := chart{Title: "Per-CPU NET_RX softirq share"}
 	h := r.Heat
-	if h == nil || len(h.CPUs) == 0 {
-		c.Missing = "no cpus rows (probes off)"
+	if r.SoftirqOff != "" { // its columns are null (or 0 in older traces): an all-zero map would look measured
+		c.Missing = "NET_RX softirq time not recorded (" + r.SoftirqOff + ")"
 		return c
 	}
-	if r.SoftirqOff != "" { // its columns hold 0: an all-zero map would look measured
-		c.Missing = "NET_RX softirq time not recorded (" + r.SoftirqOff + ")"
+	if h == nil || len(h.CPUs) == 0 {
+		c.Missing = "no cpus rows (probes off)"
 		return c
 	}
 	x := make([]string, len(h.BinEnds))
