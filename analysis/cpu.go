@@ -280,6 +280,21 @@ type SoftnetStat struct {
 	// ReceivedRPS RPS IPIs; FlowLimitDrops flow-limit drops.
 	Processed, Dropped, TimeSqueeze, ReceivedRPS, FlowLimitDrops uint64
 	Intervals                                                    int
+	// NetRxRuns sums proc_net_rx_softirqs (NET_RX softirq runs,
+	// /proc/softirqs) over the rows that have it and the softnet columns;
+	// RunsIntervals counts those rows. SqueezeRatio returns their quotient.
+	NetRxRuns, squeezeOfRuns uint64
+	RunsIntervals            int
+}
+
+// SqueezeRatio is the share of NET_RX softirq runs that stopped with
+// packets left (time squeezes / runs, over the rows with both), and
+// false without runs.
+func (s SoftnetStat) SqueezeRatio() (float64, bool) {
+	if s.NetRxRuns == 0 {
+		return 0, false
+	}
+	return min(float64(s.squeezeOfRuns)/float64(s.NetRxRuns), 1), true
 }
 
 func (s *SoftnetStat) add(x *trace.CPURow) {
@@ -293,4 +308,9 @@ func (s *SoftnetStat) add(x *trace.CPURow) {
 	s.ReceivedRPS += *x.SoftnetReceivedRPS
 	s.FlowLimitDrops += *x.SoftnetFlowLimitDrops
 	s.Intervals++
+	if x.ProcNetRxSoftirqs != nil {
+		s.NetRxRuns += *x.ProcNetRxSoftirqs
+		s.squeezeOfRuns += *x.SoftnetTimeSqueeze
+		s.RunsIntervals++
+	}
 }

@@ -127,6 +127,45 @@ func TestHotCoreFromProcStat(t *testing.T) {
 	}
 }
 
+// Without the napi probe, NET_RX runs that stopped with packets left
+// (softnet time squeezes per /proc/softirqs NET_RX run) stand in for NAPI
+// budget exhaustion: CPU 1 squeezed in 80% of its runs fires softirq-bound
+// below the softirq-share threshold; 20% does not.
+func TestSqueezedRunsWithoutNapi(t *testing.T) {
+	for _, tc := range []struct {
+		squeezed uint64
+		fired    bool
+	}{{800, true}, {200, false}} {
+		s := analysistest.Scenario{Intervals: 6, RateBps: flat(10e9), CPUs: 2, Softirq: hot(0.99),
+			ProcStat: func(_, c int) (float64, float64) { return 0.5, 1 }}
+		m := s.Manifest()
+		m.Probes = append(m.Probes, trace.Probe{Name: "np_si_entry", Reason: trace.ReasonNotSelected},
+			trace.Probe{Name: "np_nd_napi", Reason: trace.ReasonNotSelected})
+		ifaces, cpus, flows, tr := s.Tables()
+		for i := range cpus {
+			c := &cpus[i]
+			c.NetRxSoftirqNs, c.NetRxSoftirqCount, c.NetTxSoftirqNs, c.NetTxSoftirqCount = nil, nil, nil, nil
+			c.NapiPolls, c.NapiPackets, c.NapiBudgetExhausted = nil, nil, nil
+			runs, sq, zero, proc := uint64(1000), uint64(0), uint64(0), uint64(50_000)
+			if c.CPU == 1 {
+				sq = tc.squeezed
+			}
+			c.SoftnetProcessed, c.SoftnetDropped, c.SoftnetTimeSqueeze, c.SoftnetReceivedRPS, c.SoftnetFlowLimitDrops = &proc, &zero, &sq, &zero, &zero
+			c.ProcNetRxSoftirqs = &runs
+		}
+		r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: tr}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := r.Verdict(RuleSoftirq)
+		ev := strings.Join(v.Evidence, "\n")
+		q := float64(tc.squeezed) / 1000
+		if v.Fired() != tc.fired || (tc.fired && !strings.Contains(ev, fmt.Sprintf("CPU 1 (%s of ", pct(q)))) {
+			t.Errorf("%.0f%% squeezed: softirq-bound %s: %s\n%s", 100*q, v.Status, v.Summary, ev)
+		}
+	}
+}
+
 // A delay line that released packets late is noted with its counts; a
 // --probes selection is one note, not one per program.
 func TestNotesDelayLineAndSelection(t *testing.T) {

@@ -14,7 +14,9 @@ func ruleSoftirq(f *facts) Verdict {
 	r, th := f.r, f.th
 	v := Verdict{Rule: RuleSoftirq, Thresholds: []string{
 		"NET_RX softirq share of a CPU >= " + pct(th.SoftirqShare) + " over the " + orDash(r.CPUWindow),
-		"or napi_budget_exhausted / napi_polls >= " + pct(th.NapiExhausted) + " on a CPU (>= 100 polls)",
+		"or napi_budget_exhausted / napi_polls >= " + pct(th.NapiExhausted) + " on a CPU (>= 100 polls); without the napi " +
+			"probe, softnet_time_squeeze / proc_net_rx_softirqs (NET_RX runs that stopped with packets left) >= " +
+			pct(th.NapiExhausted) + " (>= 100 runs)",
 		"and the link below " + pct(th.WireFraction) + " of rated (when a rated speed is known)",
 	}}
 	if !f.hasCPU {
@@ -36,6 +38,8 @@ func ruleSoftirq(f *facts) Verdict {
 		}
 		if c.NapiPolls >= 100 && c.ExhaustedRatio >= th.NapiExhausted {
 			napi = append(napi, fmt.Sprintf("CPU %d (%s of %d polls)", c.CPU, pct(c.ExhaustedRatio), c.NapiPolls))
+		} else if q, ok := squeezed(c); c.NapiPolls == 0 && ok && c.Softnet.NetRxRuns >= 100 && q >= th.NapiExhausted {
+			napi = append(napi, fmt.Sprintf("CPU %d (%s of %d NET_RX runs squeezed, softnet_stat)", c.CPU, pct(q), c.Softnet.NetRxRuns))
 		}
 	}
 	switch {
@@ -393,6 +397,15 @@ func ruleStorage(f *facts) Verdict {
 	}
 	v.Status, v.Summary = Fired, "the object store throttled (503 ServerBusy): fewer parallel requests or larger blocks"
 	return v
+}
+
+// squeezed returns c's softnet time squeezes per NET_RX run, false
+// without the columns.
+func squeezed(c CPUStat) (float64, bool) {
+	if c.Softnet == nil {
+		return 0, false
+	}
+	return c.Softnet.SqueezeRatio()
 }
 
 // iterMinRTTRows is how many flow-intervals of the socket iterator a peer

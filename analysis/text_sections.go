@@ -335,7 +335,11 @@ func (r *Report) ExhaustedCell(c CPUStat) string {
 
 // softnetText describes a CPU's softnet counters in words.
 func softnetText(sn *SoftnetStat) string {
-	return fmt.Sprintf("%d skbs processed, %d time squeezes (net_rx_action stopped with work left: budget or time), "+
-		"%d backlog drops, %d flow-limit drops, %d RPS IPIs received", sn.Processed, sn.TimeSqueeze, sn.Dropped,
+	runs := ""
+	if q, ok := sn.SqueezeRatio(); ok {
+		runs = fmt.Sprintf(" in %d NET_RX runs (/proc/softirqs): %s of runs", sn.NetRxRuns, pct(q))
+	}
+	return fmt.Sprintf("%d skbs processed, %d time squeezes (net_rx_action stopped with work left: budget or time)%s, "+
+		"%d backlog drops, %d flow-limit drops, %d RPS IPIs received", sn.Processed, sn.TimeSqueeze, runs, sn.Dropped,
 		sn.FlowLimitDrops, sn.ReceivedRPS)
 }

@@ -139,6 +139,11 @@ type CPURow struct {
 	SoftnetTimeSqueeze    *uint64 `parquet:"softnet_time_squeeze,optional"`
 	SoftnetReceivedRPS    *uint64 `parquet:"softnet_received_rps,optional"`
 	SoftnetFlowLimitDrops *uint64 `parquet:"softnet_flow_limit_drops,optional"`
+	// ProcNetRxSoftirqs counts NET_RX softirq runs on this CPU (the NET_RX
+	// row of /proc/softirqs, one per net_rx_action call), read in the same
+	// tick; softnet_time_squeeze / proc_net_rx_softirqs is the share of
+	// runs that stopped with packets left. Null when not read.
+	ProcNetRxSoftirqs *uint64 `parquet:"proc_net_rx_softirqs,optional"`
 }
 
 // FlowRow is one flow × interval, as seen in one network namespace on one

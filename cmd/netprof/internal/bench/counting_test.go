@@ -261,6 +261,24 @@ func checkSoftnet(t *testing.T, cr *countedRun) {
 	if rows == 0 || processed+10 < veth || processed > veth+veth/100+200 {
 		t.Errorf("softnet_processed %d over %d rows, want the veth ends' %d received skbs (-10, +1%% +200)", processed, rows, veth)
 	}
+	// proc_net_rx_softirqs (/proc/softirqs) counts the NET_RX runs the
+	// softirq probe counts at irq:softirq_entry: per CPU over the run the
+	// same, up to the runs between the two reads of a tick (1% + 50).
+	runs, probe := map[int32]uint64{}, map[int32]uint64{}
+	for _, c := range cpus {
+		if c.ProcNetRxSoftirqs == nil || c.NetRxSoftirqCount == nil {
+			t.Fatalf("cpu %d at %v: proc_net_rx_softirqs %v, net_rx_softirq_count %v: want both", c.CPU, c.Time, c.ProcNetRxSoftirqs, c.NetRxSoftirqCount)
+		}
+		runs[c.CPU] += *c.ProcNetRxSoftirqs
+		probe[c.CPU] += *c.NetRxSoftirqCount
+	}
+	for cpu, n := range runs {
+		d := max(n, probe[cpu]) - min(n, probe[cpu])
+		t.Logf("cpu %d: NET_RX runs %d (/proc/softirqs), %d (softirq probe)", cpu, n, probe[cpu])
+		if d > probe[cpu]/100+50 {
+			t.Errorf("cpu %d: proc_net_rx_softirqs %d over the run, the softirq probe counted %d", cpu, n, probe[cpu])
+		}
+	}
 }
 
 // checkTCPSock checks the socket iterator's columns of every stream's flow

@@ -23,8 +23,10 @@ var readCPU = cpustat.Read
 type procStatSampler struct {
 	prev cpustat.Sample
 	ok   bool // prev is a reading
-	// softnet is the previous /proc/net/softnet_stat reading (nil: none).
+	// softnet is the previous /proc/net/softnet_stat reading and netRx
+	// the previous NET_RX row of /proc/softirqs (nil: none).
 	softnet softnet.Sample
+	netRx   softnet.NetRxRuns
 	// last is the usage over the latest interval; lastOK false when it
 	// was not measured (no reading at its start or end).
 	last   cpustat.Usage
@@ -42,6 +44,7 @@ func (s *procStatSampler) Baseline() error {
 	s.prev, err = readCPU()
 	s.ok, s.lastOK = err == nil, false
 	s.softnet, _ = readSoftnet() // unreadable: the softnet columns stay null
+	s.netRx, _ = readNetRx()
 	return nil
 }
 
@@ -52,6 +55,7 @@ func (s *procStatSampler) Baseline() error {
 func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
 	s.lastOK = false
 	sn, snErr := readSoftnet()
+	rx, rxErr := readNetRx()
 	cur, err := readCPU()
 	if err == nil && s.ok {
 		for cpu := range cur.CPUs {
@@ -66,6 +70,18 @@ func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
 		}
 	}
 	s.softnet = sn
+	if rxErr == nil && s.netRx != nil {
+		for i := range iv.CPUs {
+			row := &iv.CPUs[i]
+			a, okA := s.netRx[int(row.CPU)]
+			b, okB := rx[int(row.CPU)]
+			if okA && okB && b >= a {
+				d := b - a
+				row.ProcNetRxSoftirqs = &d
+			}
+		}
+	}
+	s.netRx = rx
 	if err != nil {
 		s.ok = false
 		return err
@@ -93,8 +109,12 @@ func fillProcStat(row *trace.CPURow, a, b cpustat.Sample) {
 	row.ProcSoftirqNs, row.ProcBusyNs, row.ProcTotalNs = &soft, &busy, &total
 }
 
-// readSoftnet reads /proc/net/softnet_stat (a variable for tests).
-var readSoftnet = softnet.Read
+// readSoftnet reads /proc/net/softnet_stat and readNetRx the NET_RX row
+// of /proc/softirqs (variables for tests).
+var (
+	readSoftnet = softnet.Read
+	readNetRx   = softnet.ReadNetRx
+)
 
 // fillSoftnet sets row's softnet_* columns from its CPU's counters between
 // a and b; they stay null when that CPU is missing from either.
