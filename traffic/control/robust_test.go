@@ -3,6 +3,7 @@ package control
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -247,5 +248,93 @@ func TestServerConfigValidation(t *testing.T) {
 	_, err = runClient(t, ts.addr, Params{Streams: 1, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "listen on data port "+strconv.Itoa(p)) {
 		t.Errorf("port in use: %v", err)
+	}
+}
+
+// Connections that never send a valid setup never hold the test slot or
+// keep a real client out: with idle connections open, slow-loris ones
+// trickling a header byte by byte, garbage senders, and a flood of more
+// silent connections than the server keeps, a real client run right after
+// each gets its test (not "busy", not EOF), and the server's records count
+// exactly the real tests.
+func TestServeUnharmedByPreSetupConnections(t *testing.T) {
+	ts := startServer(t, ServerConfig{})
+	p := Params{Streams: 1, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
+	var open []net.Conn
+	t.Cleanup(func() {
+		for _, c := range open {
+			c.Close()
+		}
+	})
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+		return c
+	}
+	real := func(after string) {
+		t.Helper()
+		start := time.Now()
+		if _, err := runClient(t, ts.addr, p); err != nil {
+			t.Fatalf("real client after %s: %v", after, err)
+		}
+		t.Logf("real client after %s: ran in %v", after, time.Since(start).Round(time.Millisecond))
+	}
+	for range 20 {
+		dial()
+	}
+	real("20 idle connections")
+
+	loris := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		c := dial()
+		wg.Go(func() {
+			h := header(Version, 64)
+			for i := 0; i < len(h); i++ { // bounded: one header, a byte per 100 ms
+				select {
+				case <-loris:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if _, err := c.Write(h[i : i+1]); err != nil {
+					return
+				}
+			}
+		})
+	}
+	real("8 slow-loris connections")
+	close(loris)
+	wg.Wait()
+
+	for range 10 {
+		c := dial()
+		if _, err := c.Write([]byte("\x00\x01garbage\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real("10 garbage senders")
+
+	for range 3 * maxPreSetup {
+		dial()
+	}
+	real(fmt.Sprintf("%d silent connections (the server keeps %d)", 3*maxPreSetup, maxPreSetup))
+
+	// The last record is sent when the server's side of the test ends,
+	// just after the client's.
+	for n := 0; n < 4; n++ {
+		select {
+		case <-ts.records:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d test records, want the 4 real tests", n)
+		}
+	}
+	select {
+	case rec := <-ts.records:
+		t.Errorf("a fifth test record: %+v", rec)
+	case <-time.After(100 * time.Millisecond):
 	}
 }

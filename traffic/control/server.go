@@ -61,10 +61,22 @@ type Server struct {
 	log *slog.Logger
 }
 
-// maxPending bounds the control connections handled at once (one test and
-// those waiting for or being told "busy"); more are closed without an
-// answer.
+// maxPending bounds the control connections that sent a valid setup and
+// are handled at once (one test and those waiting for or being told
+// "busy"); more are told "busy" at once.
 const maxPending = 16
+
+// maxPreSetup bounds the connections that have not sent their setup yet.
+// A connection beyond it evicts (closes) the one waiting longest, so idle
+// or slow connections can never keep a real client, which sends its setup
+// at once, from being heard.
+const maxPreSetup = 32
+
+// setupTimeout is how long a new connection has to send its whole setup
+// message (at most IOTimeout): a client sends it right after connecting;
+// a connection that says nothing, or trickles bytes, is closed after it
+// and never holds the test slot.
+const setupTimeout = 2 * time.Second
 
 // busyWait is how long a client arriving during a test waits for it to end
 // before being told "busy" (so back-to-back tests do not race the end of
@@ -124,7 +136,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer ln.Close()
 
 	active := make(chan struct{}, 1)           // holds a token while a test session runs
-	pending := make(chan struct{}, maxPending) // connections being handled
+	pending := make(chan struct{}, maxPending) // connections with a setup being handled
+	var waiting preSetup                       // connections that have not sent their setup
 	var mu sync.Mutex
 	tests := 0
 	for {
@@ -135,19 +148,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("control server: accept: %w", err)
 		}
-		select {
-		case pending <- struct{}{}:
-		default:
-			_ = c.Close() // flooded: no answer
-			continue
-		}
+		waiting.add(c)
 		wg.Go(func() {
+			stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+			defer stop()
+			m, err := readMsg(c, min(setupTimeout, s.cfg.IOTimeout))
+			if !waiting.remove(c) {
+				_ = c.Close() // evicted by newer connections while silent
+				return
+			}
+			if err != nil {
+				s.refuse(c, s.log.With("client", c.RemoteAddr().String()), badFrameCode(err), fmt.Sprintf("bad setup: %v", err))
+				return
+			}
+			if m.Type != msgSetup || m.Params == nil {
+				s.refuse(c, s.log.With("client", c.RemoteAddr().String()), CodeProtocol,
+					fmt.Sprintf("want a setup message first, got %q", m.Type))
+				return
+			}
+			select {
+			case pending <- struct{}{}:
+			default:
+				s.refuseBusy(c)
+				return
+			}
 			defer func() { <-pending }()
 			if !s.acquire(ctx, c, active) {
 				return
 			}
 			defer func() { <-active }()
-			if ran := s.session(ctx, c); ran && s.cfg.MaxTests > 0 {
+			if ran := s.session(ctx, c, m); ran && s.cfg.MaxTests > 0 {
 				mu.Lock()
 				defer mu.Unlock()
 				if tests++; tests >= s.cfg.MaxTests {
@@ -156,6 +186,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		})
 	}
+}
+
+// preSetup holds the connections that have not sent their setup, oldest
+// first, at most maxPreSetup: adding one more closes the oldest.
+type preSetup struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (p *preSetup) add(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.conns) >= maxPreSetup {
+		_ = p.conns[0].Close() // its reader fails, finds it gone and returns
+		p.conns = p.conns[1:]
+	}
+	p.conns = append(p.conns, c)
+}
+
+// remove takes c out and reports whether it was still there (not evicted).
+func (p *preSetup) remove(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.conns {
+		if x == c {
+			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // acquire takes the test slot for c, waiting up to busyWait for a test
@@ -179,12 +239,10 @@ func (s *Server) acquire(ctx context.Context, c net.Conn, active chan struct{}) 
 	return false
 }
 
-// refuseBusy reads the client's setup (so that closing does not reset the
-// connection before the answer is read), answers busy and closes.
+// refuseBusy answers busy to a client whose setup was read and closes.
 func (s *Server) refuseBusy(c net.Conn) {
 	defer c.Close()
 	s.log.Info("client refused: busy", "client", c.RemoteAddr().String())
-	_, _ = readMsg(c, busyTimeout)
 	_ = writeMsg(c, message{Type: msgError, Code: CodeBusy,
 		Error: "busy: another client's test is running; try again when it ends"}, busyTimeout)
 	closeGently(c, busyTimeout)

@@ -18,18 +18,14 @@ import (
 // (the sender's buffers draining, trailers) before giving up on it.
 const drainGrace = 30 * time.Second
 
-// session serves one control connection: setup, data streams, the test,
-// the result. It reports whether a test ran (its setup was accepted).
-func (s *Server) session(ctx context.Context, c net.Conn) (ran bool) {
+// session serves one control connection whose first message, m, was
+// read: setup, data streams, the test, the result. It reports whether a
+// test ran (its setup was accepted).
+func (s *Server) session(ctx context.Context, c net.Conn, m message) (ran bool) {
 	log := s.log.With("client", c.RemoteAddr().String())
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	iot := s.cfg.IOTimeout
-	m, err := readMsg(c, iot)
-	if err != nil {
-		s.refuse(c, log, badFrameCode(err), fmt.Sprintf("bad setup: %v", err))
-		return false
-	}
 	if m.Type != msgSetup || m.Params == nil {
 		s.refuse(c, log, CodeProtocol, fmt.Sprintf("want a setup message first, got %q", m.Type))
 		return false
