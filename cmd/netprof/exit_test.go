@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
 
@@ -61,4 +62,74 @@ func TestBenchInterrupted(t *testing.T) {
 		!strings.HasSuffix(e.String(), "netprof: interrupted\n") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", o.String(), e.String())
 	}
+}
+
+// kill -9 during bench leaves its namespaces (nothing runs its clean-up);
+// the next bench recognises them by the bed's marker (the killed PID) and
+// removes them and the marker, saying so, while a namespace of the same
+// naming pattern with no marker (a stranger's) stays.
+func TestBenchRemovesKilledRunsBed(t *testing.T) {
+	bin := buildBinary(t)
+	testbedtest.Require(t)
+	stranger := fmt.Sprintf("np%08x-a", uint32(time.Now().UnixNano()))
+	if out, err := exec.Command("ip", "netns", "add", stranger).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", stranger, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", stranger).Run() })
+	cmd := exec.Command(bin, "bench", "--no-bpf", "--duration", "20s", "--out", filepath.Join(t.TempDir(), "killed"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := fmt.Sprint(cmd.Process.Pid)
+	var prefix string
+	for deadline := time.Now().Add(10 * time.Second); prefix == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ents, _ := os.ReadDir(testbed.MarkerDir)
+		for _, e := range ents {
+			if b, err := os.ReadFile(filepath.Join(testbed.MarkerDir, e.Name())); err == nil && strings.TrimSpace(string(b)) == pid {
+				prefix = e.Name()
+			}
+		}
+	}
+	if prefix == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no bed marker of PID %s in %s", pid, testbed.MarkerDir)
+	}
+	time.Sleep(time.Second) // the bed is up and traffic runs
+	_ = cmd.Process.Kill()  // our own child, by PID
+	_ = cmd.Wait()
+	left := []string{prefix + "-a", prefix + "-b"}
+	t.Cleanup(func() {
+		for _, n := range left {
+			_ = exec.Command("ip", "netns", "del", n).Run()
+		}
+	})
+	for _, n := range left {
+		if !netnsExists(n) {
+			t.Fatalf("namespace %s gone after kill -9: nothing to clean up, the test proves nothing", n)
+		}
+	}
+	code, _, stderr := runBin(t, bin, nil, "bench", "--no-bpf", "--quiet", "--duration", "1s", "--out", filepath.Join(t.TempDir(), "next"))
+	if code != 0 {
+		t.Fatalf("next bench: exit %d: %s", code, stderr)
+	}
+	for _, n := range left {
+		if netnsExists(n) {
+			t.Errorf("namespace %s of the killed run still there after the next bench", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(testbed.MarkerDir, prefix)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("marker of the killed run: %v, want it removed", err)
+	}
+	if !strings.Contains(stderr, "removed the test bed a killed netprof run left behind") || !strings.Contains(stderr, prefix+"-a") {
+		t.Errorf("next bench did not say what it removed:\n%s", stderr)
+	}
+	if !netnsExists(stranger) {
+		t.Errorf("namespace %s without a marker removed", stranger)
+	}
+}
+
+func netnsExists(name string) bool {
+	_, err := os.Stat(filepath.Join(testbed.NetnsDir, name))
+	return err == nil
 }

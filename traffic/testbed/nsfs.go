@@ -152,6 +152,15 @@ func netnsInUse() map[uint64]bool {
 	used := map[uint64]bool{}
 	add := func(link string) {
 		target, err := os.Readlink(link)
+		if err == nil && strings.HasPrefix(target, NetnsDir+"/") {
+			// a descriptor opened through the bind mount (/run/netns/NAME)
+			// reads as that path: the inode is the namespace's
+			var st unix.Stat_t
+			if unix.Stat(link, &st) == nil {
+				used[st.Ino] = true
+			}
+			return
+		}
 		if err != nil || !strings.HasPrefix(target, "net:[") {
 			return
 		}

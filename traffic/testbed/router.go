@@ -115,6 +115,9 @@ func NewRouted(ctx context.Context, opt RoutedOptions) (*Bed, error) {
 	for _, h := range []*Host{b.a, b.b, b.r} {
 		h.bed = b
 	}
+	if b.marker, err = writeMarker(opt.Prefix); err != nil {
+		return nil, fmt.Errorf("testbed %s: %w", opt.Prefix, err)
+	}
 	ok := false
 	defer func() {
 		if !ok {

@@ -12,7 +12,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -120,6 +122,7 @@ type Bed struct {
 	a, b   *Host
 	r      *Host           // the router of NewRouted, else nil
 	line   *delayline.Line // the delay line of Options.Delay, else nil
+	marker string          // the bed's file in MarkerDir ("" if none)
 }
 
 // A returns the first host (address Options.AddrA).
@@ -146,6 +149,9 @@ func New(ctx context.Context, opt Options) (*Bed, error) {
 		b: &Host{Name: opt.Prefix + "-b", Link: opt.Prefix + "-b", Addr: opt.AddrB.Addr(), Prefix: opt.AddrB, ns: netns.None()},
 	}
 	b.a.bed, b.b.bed = b, b
+	if b.marker, err = writeMarker(opt.Prefix); err != nil {
+		return nil, fmt.Errorf("testbed %s: %w", opt.Prefix, err)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -251,6 +257,11 @@ func (b *Bed) Close() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("testbed close: %w", err)
+	}
+	if b.marker != "" {
+		if err := os.Remove(b.marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("testbed close: %w", err)
+		}
 	}
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -289,5 +291,57 @@ func TestCleanup(t *testing.T) {
 	}
 	if _, err := testbed.Cleanup(""); err == nil {
 		t.Error("Cleanup with an empty prefix succeeded")
+	}
+}
+
+// CleanupLeftovers removes a bed whose marker names a dead process and
+// whose namespaces nobody uses (with its marker); it leaves a live bed, a
+// dead process's bed whose namespace is still held open, and namespaces
+// without a marker.
+func TestCleanupLeftovers(t *testing.T) {
+	live := testbedtest.New(t, testbed.Options{})
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprint(gone.Process.Pid)
+	base := fmt.Sprintf("nl%06x", uint32(time.Now().UnixNano())&0xffffff)
+	stale, held, unmarked := base+"s", base+"h", base+"u"
+	for _, n := range []string{stale + "-a", stale + "-b", held + "-a", unmarked + "-a"} {
+		if out, err := exec.Command("ip", "netns", "add", n).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add %s: %v: %s", n, err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n).Run() })
+	}
+	for _, p := range []string{stale, held} {
+		if err := os.WriteFile(filepath.Join(testbed.MarkerDir, p), []byte(dead+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(testbed.MarkerDir, p)) })
+	}
+	f, err := os.Open(filepath.Join(testbed.NetnsDir, held+"-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := testbed.CleanupLeftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if !slices.Equal(removed, []string{stale + "-a", stale + "-b"}) {
+		t.Errorf("removed %v, want the stale bed's two namespaces", removed)
+	}
+	for n, want := range map[string]bool{stale + "-a": false, stale + "-b": false, held + "-a": true, unmarked + "-a": true,
+		live.A().Name: true, live.B().Name: true} {
+		if nsExists(t, n) != want {
+			t.Errorf("namespace %s exists %v, want %v", n, !want, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(testbed.MarkerDir, stale)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale marker: %v, want removed", err)
+	}
+	f.Close()
+	if removed, err := testbed.CleanupLeftovers(); err != nil || !slices.Equal(removed, []string{held + "-a"}) {
+		t.Errorf("after its descriptor closed: removed %v (%v), want %s-a", removed, err, held)
 	}
 }

@@ -86,6 +86,13 @@ func Run(ctx context.Context, cfg Config, toolVersion string, log *slog.Logger) 
 			return nil, fmt.Errorf("%w (run with sudo, or use --no-bpf for generator and netlink figures only)", err)
 		}
 	}
+	// A bench killed before it could clean up (SIGKILL, power loss) left
+	// its namespaces; only netprof's own, no longer used, are removed.
+	if removed, err := testbed.CleanupLeftovers(); err != nil {
+		log.Warn("leftover test beds of killed runs not fully removed", "removed", removed, "err", err)
+	} else if len(removed) > 0 {
+		log.Warn("removed the test bed a killed netprof run left behind", "namespaces", removed)
+	}
 	bed, err := testbed.New(ctx, cfg.bedOptions())
 	if err != nil {
 		return nil, fmt.Errorf("test bed: %w", err)
