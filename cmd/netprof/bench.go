@@ -12,6 +12,7 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/bench"
+	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/traffic"
@@ -83,6 +84,9 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 		&cli.BoolFlag{Name: "bpf-stats", Value: true, Usage: "kernel BPF run-time stats for the probes table (run count, ns/event); --bpf-stats=false saves their two clock reads (~40 ns) per program run", EnvVars: []string{"NETPROF_BPF_STATS"}},
 		&cli.BoolFlag{Name: "json", Usage: "print a JSON summary on stdout (decimal units, units in keys) instead of the text report", EnvVars: []string{"NETPROF_JSON"}},
+		&cli.BoolFlag{Name: "json-stream", Usage: "print one JSON object per line on stdout as the run goes (like iperf3 --json-stream): " +
+			`{"event":"interval",...,"data":{TABLE:[ROW...]}} per interval (the trace's table and column names), then {"event":"end","data":` +
+			"the --json object}", EnvVars: []string{"NETPROF_JSON_STREAM"}},
 		flowEntriesFlag(),
 	}
 }
@@ -107,6 +111,12 @@ func runBench(c *cli.Context, log *slog.Logger) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
+	if c.Bool("json-stream") {
+		if c.Bool("json") {
+			return usageError{errors.New("--json and --json-stream exclude each other (the stream ends with the --json object)")}
+		}
+		cfg.Stream = jsonstream.New(c.App.Writer)
+	}
 	var srv *metrics.Server
 	if cfg.Metrics, srv, err = servePrometheus(c, c.App.ErrWriter, log); err != nil {
 		return err
@@ -118,7 +128,7 @@ func runBench(c *cli.Context, log *slog.Logger) error {
 	}
 	// A failed run's report is printed when it recorded something.
 	if res != nil && res.Report != nil && (err == nil || res.Report.Primary != nil) {
-		if perr := printBench(c, res); perr != nil {
+		if perr := printBench(c, res, cfg.Stream); perr != nil {
 			return perr
 		}
 	}
@@ -148,7 +158,10 @@ type benchJSON struct {
 	Bench  *bench.Summary      `json:"bench"`
 }
 
-func printBench(c *cli.Context, res *bench.Result) error {
+func printBench(c *cli.Context, res *bench.Result, s *jsonstream.Stream) error {
+	if s != nil {
+		return s.End(benchJSON{Report: res.Report.JSON(), Bench: res.Summary})
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -126,5 +129,78 @@ func testSweepCLI(t *testing.T, bin string) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("sweep output lacks %q", want)
 		}
+	}
+}
+
+// bench --json-stream: one JSON line per recorded interval, whose rows are
+// the trace's rows under the trace's names (the traffic rows' app_bytes
+// add up to the trace's, per stream and role), then the end event with
+// the --json report; --json with it is a usage error.
+func TestBenchJSONStream(t *testing.T) {
+	bin := buildBinary(t)
+	testbedtest.Require(t)
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runBin(t, bin, nil, "bench", "--json-stream", "--quiet", "--streams", "2", "--duration", "2s",
+		"--interval", "500ms", "--out", out)
+	if code != 0 {
+		t.Fatalf("bench --json-stream: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	type event struct {
+		Event      string          `json:"event"`
+		Time       string          `json:"time"`
+		IntervalNs int64           `json:"interval_ns"`
+		Data       json.RawMessage `json:"data"`
+	}
+	streamed := map[string]float64{} // role/local_addr/remote_addr -> app_bytes
+	intervals := 0
+	for i, l := range lines {
+		var e event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, l)
+		}
+		if i == len(lines)-1 {
+			var end struct {
+				Report struct {
+					Verdicts []any `json:"verdicts"`
+				} `json:"report"`
+			}
+			if e.Event != "end" || json.Unmarshal(e.Data, &end) != nil || len(end.Report.Verdicts) == 0 {
+				t.Errorf("last line %.200s: want the end event with the report", l)
+			}
+			break
+		}
+		if e.Event != "interval" || e.IntervalNs <= 0 {
+			t.Fatalf("line %d: %.200s", i, l)
+		}
+		intervals++
+		var rows struct {
+			Traffic []map[string]any `json:"traffic"`
+		}
+		if err := json.Unmarshal(e.Data, &rows); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows.Traffic {
+			streamed[fmt.Sprint(r["role"], "/", r["local_addr"], "/", r["remote_addr"])] += r["app_bytes"].(float64)
+		}
+	}
+	run, err := trace.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := run.Traffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, times := map[string]float64{}, map[time.Time]bool{}
+	for _, r := range tr {
+		want[r.Role+"/"+r.LocalAddr+"/"+r.RemoteAddr] += float64(r.AppBytes)
+		times[r.Time] = true
+	}
+	if intervals != len(times) || len(want) != 4 || !maps.Equal(streamed, want) {
+		t.Errorf("%d interval lines, the trace has %d intervals; streamed app bytes %v, trace %v", intervals, len(times), streamed, want)
+	}
+	if code, _, stderr := runBin(t, bin, nil, "bench", "--json-stream", "--json"); code != exitUsage || !strings.Contains(stderr, "exclude each other") {
+		t.Errorf("--json with --json-stream: exit %d: %s", code, stderr)
 	}
 }

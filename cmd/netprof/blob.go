@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/blobrun"
+	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/traffic/blob"
@@ -53,6 +55,9 @@ func blobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "out", Usage: "run directory (default ./runs/<UTC timestamp>)", EnvVars: []string{"NETPROF_OUT"}},
 		&cli.StringFlag{Name: "upload", Usage: "container URL [/prefix] to copy the run directory to (host=/date=/run= layout)", EnvVars: []string{"NETPROF_UPLOAD"}},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON", EnvVars: []string{"NETPROF_JSON"}},
+		&cli.BoolFlag{Name: "json-stream", Usage: "print one JSON object per line on stdout as the run goes: " +
+			`{"event":"interval",...,"data":{TABLE:[ROW...]}} per interval (the trace's table and column names), then ` +
+			`{"event":"end","data":the --json summary}`, EnvVars: []string{"NETPROF_JSON_STREAM"}},
 		&cli.BoolFlag{Name: "no-bpf", Usage: "no BPF probes: the trace gets netlink interface counters and the blob rows only", EnvVars: []string{"NETPROF_NO_BPF"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 		flowEntriesFlag(),
@@ -142,6 +147,12 @@ func runBlob(c *cli.Context, cmd string, log *slog.Logger, extra func(*blobrun.C
 	if err != nil {
 		return usageError{err}
 	}
+	if c.Bool("json-stream") {
+		if c.Bool("json") {
+			return usageError{errors.New("--json and --json-stream exclude each other (the stream ends with the --json summary)")}
+		}
+		cfg.Stream = jsonstream.New(c.App.Writer)
+	}
 	var srv *metrics.Server
 	if cfg.Metrics, srv, err = servePrometheus(c, os.Stderr, log); err != nil {
 		return err
@@ -152,7 +163,7 @@ func runBlob(c *cli.Context, cmd string, log *slog.Logger, extra func(*blobrun.C
 		return usageError{err}
 	}
 	if res != nil && res.Summary != nil {
-		if perr := printBlobSummary(c, res.Summary); perr != nil {
+		if perr := printBlobSummary(c, res.Summary, cfg.Stream); perr != nil {
 			return perr
 		}
 	}
@@ -170,7 +181,7 @@ func runBlob(c *cli.Context, cmd string, log *slog.Logger, extra func(*blobrun.C
 		// One line: what failed, and where the trace is.
 		return fmt.Errorf("%s; the trace is kept in %s", strings.Join(msgs, "; "), res.Dir)
 	}
-	if len(res.Uploaded) > 0 && !c.Bool("json") {
+	if len(res.Uploaded) > 0 && !c.Bool("json") && cfg.Stream == nil {
 		fmt.Fprintf(c.App.Writer, "uploaded %d files to %s\n", len(res.Uploaded), blob.Redact(cfg.Upload))
 	}
 	return nil
@@ -216,7 +227,10 @@ func parseSize(flag, v string) (int64, error) {
 	return int64(n), nil
 }
 
-func printBlobSummary(c *cli.Context, s *blobrun.Summary) error {
+func printBlobSummary(c *cli.Context, s *blobrun.Summary, st *jsonstream.Stream) error {
+	if st != nil {
+		return st.End(s.JSON())
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")

@@ -355,3 +355,48 @@ func TestBlobAzurite(t *testing.T) {
 		t.Errorf("bench left its container behind (%v)", err)
 	}
 }
+
+// blob pull --json-stream: the interval lines' traffic rows carry every
+// 503 the server sent and every byte of the blob (the server's counts and
+// the blob's size), and the end line is the --json summary.
+func TestBlobJSONStream(t *testing.T) {
+	bin := buildBinary(t)
+	s := newBlobServer(t)
+	const size = 8<<20 + 7
+	s.PutSynthetic("cont", "b", size)
+	s.SetFault(blobtest.BusyEvery(3))
+	code, stdout, stderr := runBlobCmd(t, bin, devKeyEnv, "blob", "pull", "--json-stream", "--concurrency", "4",
+		"--block-size", "1MiB", "--retry-delay", "1ms", "--max-retries", "5", "--interval", "20ms",
+		"--out", filepath.Join(t.TempDir(), "run"), s.URL+"/cont/b")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var got503, bytes float64
+	for _, l := range lines[:len(lines)-1] {
+		var e struct {
+			Event string `json:"event"`
+			Data  struct {
+				Traffic []map[string]any `json:"traffic"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Event != "interval" {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		for _, r := range e.Data.Traffic {
+			got503 += r["http_503"].(float64)
+			bytes += r["app_bytes"].(float64)
+		}
+	}
+	var end struct {
+		Event string              `json:"event"`
+		Data  blobrun.JSONSummary `json:"data"`
+	}
+	busy := float64(s.Count(http.StatusServiceUnavailable, "ServerBusy"))
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil || end.Event != "end" || float64(end.Data.Total.HTTP503) != busy {
+		t.Errorf("end line %.300q (%v): want the summary with %.0f 503s", lines[len(lines)-1], err, busy)
+	}
+	if busy == 0 || got503 != busy || bytes != size {
+		t.Errorf("streamed %.0f 503s and %.0f bytes; the server sent %.0f 503s, the blob has %d bytes", got503, bytes, busy, size)
+	}
+}

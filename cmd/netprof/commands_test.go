@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -102,5 +103,64 @@ func TestCommandsInTestBed(t *testing.T) {
 	}
 	if _, err := exec.Command("test", "-s", dir+"/ifaces.parquet").CombinedOutput(); err != nil {
 		t.Errorf("no ifaces.parquet in %s", dir)
+	}
+	checkWatchJSONStream(t, b, bin)
+}
+
+// watch --json-stream prints, instead of the view, a line per interval
+// with the trace's rows (its ifaces rows' rx_bytes add up to the trace's)
+// and an end line counting them.
+func checkWatchJSONStream(t *testing.T, b *testbed.Host, bin string) {
+	t.Helper()
+	dir := t.TempDir() + "/stream"
+	cmd := b.Exec(context.Background(), bin, "watch", "--iface", "mv0", "--no-bpf", "--json-stream", "--duration", "1500ms",
+		"--interval", "500ms", "--out", dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("watch --json-stream: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var streamed float64
+	for _, l := range lines[:len(lines)-1] {
+		var e struct {
+			Event string `json:"event"`
+			Data  struct {
+				Ifaces []map[string]any `json:"ifaces"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Event != "interval" {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		for _, r := range e.Data.Ifaces {
+			streamed += r["rx_bytes"].(float64)
+		}
+	}
+	var end struct {
+		Event string `json:"event"`
+		Data  struct {
+			Intervals int    `json:"intervals"`
+			Status    string `json:"status"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil || end.Event != "end" ||
+		end.Data.Intervals != len(lines)-1 || end.Data.Status != "ok" {
+		t.Errorf("end line %q (%v): want %d intervals, status ok", lines[len(lines)-1], err, len(lines)-1)
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := run.Ifaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded float64
+	for _, r := range rows {
+		recorded += float64(r.RxBytes)
+	}
+	if len(lines) < 4 || streamed != recorded {
+		t.Errorf("%d lines; streamed ifaces rx_bytes %.0f, trace %.0f", len(lines), streamed, recorded)
 	}
 }

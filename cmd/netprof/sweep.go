@@ -42,6 +42,9 @@ func runSweep(c *cli.Context, log *slog.Logger) error {
 	if c.NArg() > 0 {
 		return usageError{fmt.Errorf("sweep takes no arguments (got %q); flags go before arguments", c.Args().Slice())}
 	}
+	if c.Bool("json-stream") {
+		return usageError{errors.New("sweep has no --json-stream (its runs' traces are kept; --json prints the table)")}
+	}
 	sc, err := sweepConfig(c)
 	if err != nil {
 		return usageError{err}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/trace"
 )
 
 func watchCommand(log *slog.Logger) *cli.Command {
@@ -33,6 +35,9 @@ func watchCommand(log *slog.Logger) *cli.Command {
 			&cli.BoolFlag{Name: "no-bpf", Usage: "netlink and /proc only; no BPF probes (no flows, no RTT)", EnvVars: []string{"NETPROF_NO_BPF"}},
 			&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) while watching", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 			&cli.IntFlag{Name: "top", Value: 3, Usage: "flows to show per interval", EnvVars: []string{"NETPROF_TOP"}},
+			&cli.BoolFlag{Name: "json-stream", Usage: "instead of the view, print one JSON object per line on stdout: " +
+				`{"event":"interval",...,"data":{TABLE:[ROW...]}} per interval (the trace's table and column names), then ` +
+				`{"event":"end","data":{intervals, dir, status, notes, probes}}`, EnvVars: []string{"NETPROF_JSON_STREAM"}},
 			flowEntriesFlag(),
 		),
 		Action: func(c *cli.Context) error {
@@ -48,9 +53,18 @@ func watchCommand(log *slog.Logger) *cli.Command {
 				return err
 			}
 			defer srv.Close()
+			if c.Bool("json-stream") {
+				cfg.Stream, cfg.W = jsonstream.New(c.App.Writer), io.Discard
+			}
 			res, err := watch.Run(c.Context, cfg, log)
 			if errors.Is(err, watch.ErrUsage) || isUsage(err) {
 				return usageError{err}
+			}
+			if cfg.Stream != nil && res != nil {
+				end := watchEnd{Intervals: res.Intervals, Dir: res.Dir, Status: res.Status, Notes: res.Notes, Probes: res.Probes}
+				if serr := cfg.Stream.End(end); serr != nil && err == nil {
+					err = serr
+				}
 			}
 			if res != nil && res.Dir != "" {
 				fmt.Fprintf(os.Stderr, "netprof: %d intervals recorded in %s (status %q)\n", res.Intervals, res.Dir, res.Status)
@@ -100,4 +114,13 @@ func servePrometheus(c *cli.Context, w io.Writer, log *slog.Logger) (*metrics.Ex
 	}
 	fmt.Fprintf(w, "netprof: prometheus metrics at http://%s/metrics\n", srv.Addr())
 	return e, srv, nil
+}
+
+// watchEnd is the end event of watch --json-stream.
+type watchEnd struct {
+	Intervals int           `json:"intervals"`
+	Dir       string        `json:"run_dir,omitempty"`
+	Status    string        `json:"status"`
+	Notes     []string      `json:"notes"`
+	Probes    []trace.Probe `json:"probes"`
 }

@@ -242,6 +242,9 @@ func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, sample
 			if cfg.Metrics != nil {
 				cfg.Metrics.Observe(iv)
 			}
+			if cfg.Stream != nil {
+				cfg.Stream.Interval(end, iv)
+			}
 		}}
 	start, err := rec.Start()
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/analysis"
+	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
@@ -95,6 +96,8 @@ type Config struct {
 	Live io.Writer
 	// Metrics, if set, receives every interval (--prometheus).
 	Metrics *metrics.Exporter
+	// Stream, if set, gets every interval as a JSON line (--json-stream).
+	Stream *jsonstream.Stream
 	// Argv is recorded in the manifest.
 	Argv []string
 }

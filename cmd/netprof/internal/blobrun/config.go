@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/traffic/blob"
@@ -62,6 +63,8 @@ type Config struct {
 	Host watch.HostConfig
 	// Metrics, if set, receives every interval (--prometheus).
 	Metrics *metrics.Exporter
+	// Stream, if set, gets every interval as a JSON line (--json-stream).
+	Stream *jsonstream.Stream
 }
 
 // DefaultConfig returns the defaults shared by the blob commands.

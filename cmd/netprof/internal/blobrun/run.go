@@ -162,8 +162,15 @@ func transfer(ctx context.Context, cfg Config, w *trace.Writer, x *blob.Transfer
 	}
 	rec := &loader.Recorder{Samplers: append(host, &sampler{x: x, role: role}),
 		Period: cfg.Interval, Writer: w, Log: log}
-	if cfg.Metrics != nil {
-		rec.OnInterval = func(_ time.Time, iv *trace.Interval) { cfg.Metrics.Observe(iv) }
+	if cfg.Metrics != nil || cfg.Stream != nil {
+		rec.OnInterval = func(end time.Time, iv *trace.Interval) {
+			if cfg.Metrics != nil {
+				cfg.Metrics.Observe(iv)
+			}
+			if cfg.Stream != nil {
+				cfg.Stream.Interval(end, iv)
+			}
+		}
 	}
 	start, err := rec.Start()
 	if err == nil {

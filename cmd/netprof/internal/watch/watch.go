@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
@@ -33,6 +34,8 @@ var ErrUsage = errors.New("usage")
 
 // Config is what `netprof watch` was asked to do.
 type Config struct {
+	// Stream, if set, gets every interval as a JSON line (--json-stream).
+	Stream     *jsonstream.Stream
 	Select     ifaces.Selector
 	LinkSpeeds map[string]int64 // --link-speed, see ifaces.ParseSpeedOverrides
 	Interval   time.Duration    // default 1 s
@@ -136,6 +139,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 		s := summarise(end, iv, tr, fallback, ps.softirq != nil, cfg.TopFlows)
 		if n := tr.Notes(); len(n) > seenNotes {
 			s.Notes, seenNotes = n[seenNotes:], len(n)
+		}
+		if cfg.Stream != nil {
+			cfg.Stream.Interval(end, iv)
 		}
 		if cfg.Metrics != nil {
 			cfg.Metrics.Observe(iv)
