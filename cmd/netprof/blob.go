@@ -13,6 +13,7 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/blobrun"
 	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/traffic/blob"
 	"github.com/netprof/netprof/traffic/units"
@@ -59,6 +60,7 @@ func blobFlags() []cli.Flag {
 			`{"event":"interval",...,"data":{TABLE:[ROW...]}} per interval (the trace's table and column names), then ` +
 			`{"event":"end","data":the --json summary}`, EnvVars: []string{"NETPROF_JSON_STREAM"}},
 		&cli.BoolFlag{Name: "no-bpf", Usage: "no BPF probes: the trace gets netlink interface counters and the blob rows only", EnvVars: []string{"NETPROF_NO_BPF"}},
+		hostProbesFlag(),
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 		flowEntriesFlag(),
 	}
@@ -211,6 +213,9 @@ func blobConfig(c *cli.Context, cmd string) (blobrun.Config, error) {
 		return cfg, err
 	}
 	cfg.Host = watch.HostConfig{Select: selector(c), LinkSpeeds: speeds, NoBPF: c.Bool("no-bpf")}
+	if cfg.Host.Probes, err = probeset.Parse(c.String("probes")); err != nil {
+		return cfg, err
+	}
 	cfg.Host.FlowEntries, err = flowEntries(c)
 	return cfg, err
 }

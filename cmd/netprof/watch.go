@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/trace"
 )
@@ -22,8 +24,9 @@ func watchCommand(log *slog.Logger) *cli.Command {
 		Usage: "live per-interval view of the host's network (no traffic generator) until Ctrl-C",
 		Description: "Every --interval prints, per counted interface, decimal Gbit/s received and sent (the\n" +
 			"netlink counter's delta over the measured interval, like a careful `sar -n DEV 1`), the\n" +
-			"busiest CPU's NET_RX softirq share (BPF softirq probe, else all softirqs from /proc/stat),\n" +
-			"the top flows by bytes and the TCP RTT median (BPF probes, root). Mirrored interfaces\n" +
+			"busiest CPU's softirq share (/proc/stat, every vector; NET_RX alone with --probes deep),\n" +
+			"the top flows by bytes and the TCP RTT median (BPF, root: by default the socket iterator's payload\n" +
+			"bytes and latest RTT samples, no per-packet hook; --probes deep: L2 bytes, per-ACK RTT). Mirrored interfaces\n" +
 			"(VF + synthetic NIC, bond, bridge, macvlan) are counted once (see `netprof ifaces`); an\n" +
 			"interface renamed mid-run is followed by index. --out records the same into a run\n" +
 			"directory; --prometheus serves it at http://ADDR/metrics.\n" +
@@ -33,6 +36,7 @@ func watchCommand(log *slog.Logger) *cli.Command {
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (default: until Ctrl-C)", EnvVars: []string{"NETPROF_DURATION"}},
 			&cli.StringFlag{Name: "out", Usage: "record into this run directory (manifest.json + Parquet tables)", EnvVars: []string{"NETPROF_OUT"}},
 			&cli.BoolFlag{Name: "no-bpf", Usage: "netlink and /proc only; no BPF probes (no flows, no RTT)", EnvVars: []string{"NETPROF_NO_BPF"}},
+			hostProbesFlag(),
 			&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) while watching", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 			&cli.IntFlag{Name: "top", Value: 3, Usage: "flows to show per interval", EnvVars: []string{"NETPROF_TOP"}},
 			&cli.BoolFlag{Name: "json-stream", Usage: "instead of the view, print one JSON object per line on stdout: " +
@@ -84,6 +88,9 @@ func watchConfig(c *cli.Context) (watch.Config, error) {
 		Out: c.String("out"), NoBPF: c.Bool("no-bpf"), TopFlows: c.Int("top"), W: c.App.Writer,
 		Argv: os.Args, ToolVersion: version,
 	}
+	if cfg.Probes, err = probeset.Parse(c.String("probes")); err != nil {
+		return cfg, err
+	}
 	if cfg.FlowEntries, err = flowEntries(c); err != nil {
 		return cfg, err
 	}
@@ -123,4 +130,13 @@ type watchEnd struct {
 	Status    string        `json:"status"`
 	Notes     []string      `json:"notes"`
 	Probes    []trace.Probe `json:"probes"`
+}
+
+// hostProbesFlag is --probes of the commands that watch the host (watch,
+// blob): the probe groups they load, default the hook-free set.
+func hostProbesFlag() cli.Flag {
+	return &cli.StringFlag{Name: "probes", Value: "default", Usage: "probe groups to load: default (" +
+		strings.Join(probeset.Default, ",") + ": TCP flows from the socket iterator once per interval, no per-packet hook; " +
+		"softirq from /proc/stat), deep or all (adds BPF interface and flow bytes, the per-ACK RTT, NET_RX time per CPU: " +
+		"10-25% of throughput on a CPU-bound path), or groups, comma-separated: " + probeset.Help(), EnvVars: []string{"NETPROF_PROBES"}}
 }

@@ -17,6 +17,8 @@ type HostConfig struct {
 	NoBPF      bool
 	// FlowEntries sizes the BPF flow table (0: netdev.DefaultFlowEntries).
 	FlowEntries uint32
+	// Probes selects probe groups (probeset.Parse; nil: every group).
+	Probes []string
 }
 
 // Host records the host side of a run for commands other than watch (blob
@@ -44,7 +46,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Select: hc.Select, LinkSpeeds: hc.LinkSpeeds, NoBPF: hc.NoBPF, FlowEntries: hc.FlowEntries}
+	cfg := Config{Select: hc.Select, LinkSpeeds: hc.LinkSpeeds, NoBPF: hc.NoBPF, FlowEntries: hc.FlowEntries, Probes: hc.Probes}
 	tr, sel, err := selectIfaces(ns, cfg, log)
 	if err != nil {
 		ns.Close()
@@ -52,7 +54,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 	}
 	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !hc.NoBPF {
-		ps = loadProbes(tr, nil, hc.FlowEntries, log)
+		ps = loadProbes(tr, nil, hc.FlowEntries, hc.Probes, log)
 	}
 	return &Host{ns: ns, tr: tr, sel: sel, ps: ps, cfg: cfg}, nil
 }

@@ -24,18 +24,20 @@ type probes struct {
 	maps []trace.BPFMap
 }
 
-// loadProbes loads netdev (its flow table flowEntries long, 0: netdev's
-// default), tcp, the TCP socket iterator (over the watched namespace: do
-// runs a function inside it, nil for the caller's own) and softirq. A probe that fails to load is recorded in
-// status with its reason and left out; watch goes on with netlink counters
-// (and /proc/stat for softirq time).
-func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uint32, log *slog.Logger) *probes {
+// loadProbes loads those of netdev (its flow table flowEntries long, 0:
+// netdev's default), tcp, the TCP socket iterator (over the watched
+// namespace: do runs a function inside it, nil for the caller's own) and
+// softirq that selected names (probeset groups; nil: all). A probe not
+// selected or that fails to load is recorded in status with its reason and
+// left out; watch goes on with netlink counters (and /proc/stat for softirq
+// time).
+func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uint32, selected []string, log *slog.Logger) *probes {
 	ps := &probes{}
 	if err := loader.Check(log); err != nil {
 		ps.status = probeset.Off(err.Error())
 		return ps
 	}
-	ps.set = probeset.New(nil, true, log)
+	ps.set = probeset.New(selected, true, log)
 	spec, err := netdev.Spec(netdev.Options{FlowEntries: flowEntries})
 	if l := ps.set.Load("netdev", spec, err); l != nil {
 		if r, err := netdev.NewReader(l); err == nil {

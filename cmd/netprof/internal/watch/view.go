@@ -27,9 +27,12 @@ type IfaceRate struct {
 // FlowRate is one flow over one interval (BPF netdev probe).
 type FlowRate struct {
 	Flow    string  // "local -> remote"
-	Bps     float64 // rx + tx, decimal bit/s
-	RTTP50  uint32  // µs, 0 when no tcp_probe sample
+	Bps     float64 // rx + tx, decimal bit/s (L2; payload when Payload)
+	RTTP50  uint32  // µs, 0 when no RTT sample
 	Samples uint64
+	// Payload: Bps counts the socket iterator's payload bytes (acked +
+	// received), the netdev probe not running.
+	Payload bool
 }
 
 // Summary is what the live view prints for one interval.
@@ -45,7 +48,9 @@ type Summary struct {
 	SoftirqSource string
 	SoftirqOK     bool
 	// RTTP50 is the median of the interval's tcp_probe RTT samples,
-	// approximated as the sample-weighted median of per-flow medians.
+	// approximated as the sample-weighted median of per-flow medians;
+	// without tcp_probe, the median of the active flows' latest RTT
+	// samples (socket iterator).
 	RTTP50 time.Duration
 	RTTOK  bool
 	Top    []FlowRate
@@ -108,13 +113,24 @@ func flows(iv *trace.Interval, sec float64, topN int) ([]FlowRate, time.Duration
 	var total uint64
 	for _, f := range iv.Flows {
 		fr := FlowRate{Flow: fmt.Sprintf("%s:%d -> %s:%d", f.SrcAddr, f.SrcPort, f.DstAddr, f.DstPort), Samples: f.RTTSamples}
-		if sec > 0 {
-			fr.Bps = float64(f.RxBytes+f.TxBytes) * 8 / sec
+		bytes := f.RxBytes + f.TxBytes
+		if bytes == 0 && f.TCPBytesAcked != nil && f.TCPBytesReceived != nil {
+			// no netdev probe: the socket iterator's payload bytes
+			bytes, fr.Payload = *f.TCPBytesAcked+*f.TCPBytesReceived, true
 		}
-		if f.RTTP50Us != nil && f.RTTSamples > 0 {
+		if sec > 0 {
+			fr.Bps = float64(bytes) * 8 / sec
+		}
+		switch {
+		case f.RTTP50Us != nil && f.RTTSamples > 0:
 			fr.RTTP50 = *f.RTTP50Us
 			rtts = append(rtts, p50{*f.RTTP50Us, f.RTTSamples})
 			total += f.RTTSamples
+		case f.TCPLastRttUs != nil && bytes > 0:
+			// no tcp_probe: the socket's latest RTT sample at the read
+			fr.RTTP50, fr.Samples = *f.TCPLastRttUs, 1
+			rtts = append(rtts, p50{*f.TCPLastRttUs, 1})
+			total++
 		}
 		if fr.Bps > 0 || fr.Samples > 0 {
 			all = append(all, fr)
@@ -164,15 +180,22 @@ func (s Summary) write(w io.Writer, elapsed, total time.Duration) {
 	if s.RTTOK {
 		fmt.Fprintf(&b, "  | rtt p50 %d µs", s.RTTP50.Microseconds())
 	} else {
-		b.WriteString("  | rtt n/a (no tcp_probe sample)")
+		b.WriteString("  | rtt n/a (no RTT sample)")
 	}
 	fmt.Fprintln(w, b.String())
 	for _, f := range s.Top {
 		rtt := "rtt n/a"
-		if f.RTTP50 > 0 {
+		switch {
+		case f.RTTP50 > 0 && f.Payload:
+			rtt = fmt.Sprintf("rtt %d µs (latest sample)", f.RTTP50)
+		case f.RTTP50 > 0:
 			rtt = fmt.Sprintf("rtt p50 %d µs", f.RTTP50)
 		}
-		fmt.Fprintf(w, "         flow %s  %s Gbit/s  %s\n", f.Flow, gbps(f.Bps), rtt)
+		payload := ""
+		if f.Payload {
+			payload = " payload"
+		}
+		fmt.Fprintf(w, "         flow %s  %s Gbit/s%s  %s\n", f.Flow, gbps(f.Bps), payload, rtt)
 	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "         note: %s\n", n)

@@ -45,7 +45,9 @@ type Config struct {
 	// FlowEntries sizes the BPF flow table (0: netdev.DefaultFlowEntries);
 	// flows that find it full are counted as lost bytes, not dropped.
 	FlowEntries uint32
-	TopFlows    int // default 3
+	// Probes selects probe groups (probeset.Parse; nil: every group).
+	Probes   []string
+	TopFlows int // default 3
 	// Metrics, if set, receives every interval (see metrics.Exporter).
 	Metrics *metrics.Exporter
 	// W receives the live lines (default os.Stdout).
@@ -100,7 +102,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	res := &Result{Counted: sel.Counted()}
 	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
 	if !cfg.NoBPF {
-		ps = loadProbes(tr, cfg.Netns, cfg.FlowEntries, log)
+		ps = loadProbes(tr, cfg.Netns, cfg.FlowEntries, cfg.Probes, log)
 	}
 	defer func() {
 		if err := ps.Close(); err != nil {

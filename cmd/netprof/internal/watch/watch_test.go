@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/leakcheck"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
@@ -295,5 +296,73 @@ func TestWatchNoSuchInterface(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// With the default probes (no per-packet hook) watch's top flows come from
+// the socket iterator: payload rates (labelled) whose bytes over the run
+// add up to what the generator moved (its receiving side in B: exactly the
+// payload it read, plus the hello), and RTTs from the sockets' latest
+// samples; netdev and tcp are "not selected" in the manifest.
+func TestWatchDefaultProbes(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	var mu sync.Mutex
+	var top []FlowRate
+	first := make(chan struct{})
+	dir := filepath.Join(t.TempDir(), "run")
+	wait := watchB(t, bed, Config{
+		Select: ifaces.Selector{Names: []string{bed.B().Link}}, Interval: 250 * time.Millisecond,
+		Duration: 2500 * time.Millisecond, Out: dir, Probes: probeset.Default,
+		OnInterval: func(s Summary) {
+			mu.Lock()
+			defer mu.Unlock()
+			if top == nil {
+				close(first)
+				top = []FlowRate{}
+			}
+			top = append(top, s.Top...)
+		},
+	})
+	<-first
+	sent, err := send(context.Background(), bed.A(), bed.B(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := wait()
+	for _, p := range res.Probes {
+		if (p.Name == "np_nd_rx" || p.Name == "np_tcp_probe" || p.Name == "np_si_entry") && (p.Attached || p.Reason != probeset.NotSelected) {
+			t.Errorf("probe %+v: want not selected", p)
+		}
+	}
+	payload, withRTT := 0, 0
+	for _, f := range top {
+		if f.Payload && f.Bps > 0 {
+			payload++
+		}
+		if f.RTTP50 > 0 {
+			withRTT++
+		}
+	}
+	if payload == 0 || withRTT == 0 {
+		t.Errorf("top flows %+v: want payload rates and latest RTTs", top)
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows, err := run.Flows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var received uint64
+	for _, f := range flows {
+		if f.TCPBytesReceived != nil {
+			received += *f.TCPBytesReceived
+		}
+	}
+	// Each stream's receiver also reads the generator's hello (and counts
+	// the FIN): at most 64 bytes per stream beyond the payload.
+	if received < sent || received > sent+2*64 {
+		t.Errorf("B's sockets received %d payload bytes over the run, the generator sent %d", received, sent)
 	}
 }
