@@ -118,3 +118,17 @@ func TestIteratorOnlyFlows(t *testing.T) {
 		}
 	}
 }
+
+// No rule fires, no core is saturated and the host's CPUs are half idle:
+// inconclusive still answers "softirq or wire?" — not this host — and,
+// without a rated speed, says how to compare with it.
+func TestInconclusiveNotHostBound(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 8, RateBps: flat(4e9), Softirq: hot(0.3), WindowRatio: 0.7,
+		ProcStat: func(_, c int) (float64, float64) { return 0.2, 0.5 }}
+	r := scen(t, s, Options{})
+	v := r.Verdict(RuleInconclusive)
+	if !v.Fired() || !strings.HasPrefix(v.Summary, "not host-bound: busiest core CPU 0 at 30.0%, host CPUs 50.0% busy") ||
+		!strings.Contains(v.Summary, "outside this host") || !strings.HasSuffix(v.Summary, "give --link-speed to compare with the rated speed") {
+		t.Errorf("inconclusive %s: %s", v.Status, v.Summary)
+	}
+}

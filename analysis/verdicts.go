@@ -179,10 +179,24 @@ func ruleInconclusive(f *facts, vs []Verdict) Verdict {
 			v.Evidence = append(v.Evidence, x.Rule+": "+x.Summary)
 		}
 	}
-	if v.Status != Fired {
+	switch {
+	case v.Status != Fired:
 		v.Evidence = nil
-	} else if f.cpuBound {
+	case f.cpuBound:
 		v.Evidence = append(v.Evidence, hostCPUEvidence(f.r)+": the host's CPUs may be the ceiling")
+	case f.r.HostCPU != nil && f.hasCPU && !f.sat && f.steady != nil:
+		// "Softirq or wire?" still gets an answer: not this host.
+		r := f.r
+		hint := ""
+		if below, known := f.belowRated(); !known {
+			hint = "; give --link-speed to compare with the rated speed"
+		} else if below {
+			hint = fmt.Sprintf(" (the link ran at %s of its rated %s)", pct(f.link/r.RatedBps), fmtRate(r.Units, r.RatedBps))
+		}
+		v.Summary = fmt.Sprintf("not host-bound: busiest core %s, host CPUs %s busy, steady state %s (%s): the limit is "+
+			"outside this host — the wire, the path or the peer%s", busiestShare(r), pct(r.HostCPU.Busy),
+			fmtRate(r.Units, f.link), f.linkLabel, hint)
+		v.Evidence = append(v.Evidence, hostCPUEvidence(r))
 	}
 	return v
 }
