@@ -215,6 +215,7 @@ func (b *builder) finish() {
 	b.notePartialNulls()
 	b.cpu.finish(b)
 	b.flows.finish(b)
+	b.traffic.steering.finish(b.r)
 	b.blob.finish(b)
 	b.maps.finish(b)
 	b.cost.finish(b)

@@ -132,3 +132,49 @@ func TestInconclusiveNotHostBound(t *testing.T) {
 		t.Errorf("inconclusive %s: %s", v.Status, v.Summary)
 	}
 }
+
+// The receiving streams' SO_INCOMING_CPU: the last measured value per
+// stream, grouped by CPU (busiest first) with their share of the bytes;
+// every stream on one CPU of several is called out, as are CPU changes.
+func TestSteering(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 4, Streams: 3, CPUs: 2}
+	m := s.Manifest()
+	ifaces, cpus, flows, tr := s.Tables()
+	var rows []trace.TrafficRow
+	for i := range tr {
+		x := tr[i]
+		if x.Role == trace.RoleReceiver {
+			cpu, napi := int32(1), uint32(0)
+			if x.Stream == 2 && x.Time.Equal(tr[len(tr)-1].Time) {
+				cpu = 0 // stream 2 moves to CPU 0 in the last interval
+			}
+			x.IncomingCPU, x.IncomingNapiID = &cpu, &napi
+		}
+		rows = append(rows, x)
+	}
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: rows}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steering) != 3 || r.Steering[0].CPU != 0 || r.Steering[0].Stream != 2 || r.Steering[0].Moved != 1 {
+		t.Fatalf("steering %+v", r.Steering)
+	}
+	if got := r.SteeringLine(); !strings.HasPrefix(got, "CPU 1: streams 0, 1 (66.7% of the bytes); CPU 0: stream 2 (33.3% of the bytes)") {
+		t.Errorf("line %q", got)
+	}
+	for i := range rows {
+		if c := rows[i].IncomingCPU; c != nil {
+			*c = 1
+		}
+	}
+	r, err = BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: rows}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.SteeringLine(); !strings.HasSuffix(got, "all 3 streams were received on CPU 1 of 2: RSS/RPS steered them together") {
+		t.Errorf("line %q", got)
+	}
+	if j := r.JSON().ReceiveSteering; len(j) != 3 || j[0].CPU != 1 {
+		t.Errorf("JSON %+v", j)
+	}
+}

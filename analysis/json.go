@@ -37,12 +37,16 @@ type JSONReport struct {
 	SocketTable *JSONSocketTable `json:"tcp_socket_table"`
 	// ProbeCost is what netprof's BPF programs took over cpu_window; null
 	// when not measured (probe_cost_na says why).
-	ProbeCost      *JSONProbeCost `json:"probe_cost"`
-	ProbeCostNA    string         `json:"probe_cost_na,omitempty"`
-	Verdicts       []JSONVerdict  `json:"verdicts"`
-	FiredVerdicts  []string       `json:"fired_verdicts"`
-	Notes          []string       `json:"notes"`
-	PrimaryCounter string         `json:"primary_counter"`
+	ProbeCost *JSONProbeCost `json:"probe_cost"`
+	// ReceiveSteering is each receiving generator stream's
+	// SO_INCOMING_CPU / SO_INCOMING_NAPI_ID at its last measured interval
+	// (traffic.incoming_cpu); empty when not recorded.
+	ReceiveSteering []JSONSteering `json:"receive_steering"`
+	ProbeCostNA     string         `json:"probe_cost_na,omitempty"`
+	Verdicts        []JSONVerdict  `json:"verdicts"`
+	FiredVerdicts   []string       `json:"fired_verdicts"`
+	Notes           []string       `json:"notes"`
+	PrimaryCounter  string         `json:"primary_counter"`
 }
 
 // JSONThroughput holds both directions.
@@ -269,4 +273,15 @@ func optTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// JSONSteering is one receiving stream's steering (StreamSteering).
+type JSONSteering struct {
+	Stream     int    `json:"stream"`
+	Local      string `json:"local"`
+	Remote     string `json:"remote"`
+	CPU        int32  `json:"incoming_cpu"`
+	NapiID     uint32 `json:"incoming_napi_id"`
+	Bytes      uint64 `json:"received_app_bytes"`
+	CPUChanges int    `json:"incoming_cpu_changes"`
 }

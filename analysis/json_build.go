@@ -27,6 +27,11 @@ func (r *Report) JSON() JSONReport {
 	out.RTT = jsonRTT(r.RTT)
 	out.FlowTable, out.SocketTable = jsonFlowTable(r.FlowTable), jsonSocketTable(r.SocketTable)
 	out.ProbeCost, out.ProbeCostNA = jsonProbeCost(r)
+	out.ReceiveSteering = []JSONSteering{}
+	for _, s := range r.Steering {
+		out.ReceiveSteering = append(out.ReceiveSteering, JSONSteering{Stream: s.Stream, Local: s.Local, Remote: s.Remote,
+			CPU: s.CPU, NapiID: s.NapiID, Bytes: s.Bytes, CPUChanges: s.Moved})
+	}
 	bytesOff, retxOff := r.FlowBytesOff() != "", r.FlowRetxOff() != ""
 	for _, p := range r.Peers {
 		out.Peers = append(out.Peers, JSONPeer{Peer: p.Peer, Flows: p.Flows, TxBytes: optU64(p.TxBytes, bytesOff),

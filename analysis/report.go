@@ -253,6 +253,10 @@ type Report struct {
 	// softirq vector, /proc/stat) when the rows have it, else "".
 	BusiestCPU int
 	HotSource  string
+	// Steering is where each receiving generator stream's packets were
+	// processed (traffic.incoming_cpu, at its last measured interval); nil
+	// when not recorded (sender-only traces, peers, older traces).
+	Steering []StreamSteering
 	// CPUsNeverOnline counts the CPUs left out of CPUs, BusiestCPU, the
 	// averages and Heat: possible (manifest cpus_possible) or in the cpus
 	// table, and never online during the run (see cpuOnline; Notes says

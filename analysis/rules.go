@@ -65,6 +65,9 @@ func ruleSoftirq(f *facts) Verdict {
 			v.Evidence = append(v.Evidence, fmt.Sprintf("CPU %d softnet_stat over the %s: %s", c.CPU, r.CPUWindow, softnetText(c.Softnet)))
 		}
 	}
+	if s := r.SteeringLine(); s != "" {
+		v.Evidence = append(v.Evidence, "receive steering (SO_INCOMING_CPU): "+s)
+	}
 	below, _ := f.belowRated()
 	v.Evidence = append(v.Evidence, f.linkEvidence())
 	switch {

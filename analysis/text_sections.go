@@ -51,6 +51,9 @@ func (r *Report) writeCPUs(p *printer) {
 	if h := r.HostCPU; h != nil {
 		p.line("  host, all %d CPUs (/proc/stat, %s): busy %s, softirq of every vector %s", h.CPUs, r.CPUWindow, pct(h.Busy), pct(h.Softirq))
 	}
+	if s := r.SteeringLine(); s != "" {
+		p.line("  receive steering (traffic.incoming_cpu: SO_INCOMING_CPU of each receiving stream, last measured interval): %s", s)
+	}
 }
 
 // writeRTT writes the run's RTT summary.

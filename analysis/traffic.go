@@ -16,6 +16,7 @@ type trafficAcc struct {
 	sndRows, rcvRows int
 	sentBytes        uint64
 	endpoints        map[string]bool // generator connections, "local>remote"
+	steering         steeringAcc
 }
 
 // add returns the batch function for trace.TrafficRow.
@@ -36,6 +37,7 @@ func (a *trafficAcc) row(b *builder, x *trace.TrafficRow) {
 	if k := endpointKey(x.LocalAddr, x.RemoteAddr); k != "" {
 		a.endpoints[k] = true
 	}
+	a.steering.row(x)
 	s, label := &a.appRx, "traffic.app_bytes (receiver)"
 	if x.Role == trace.RoleSender {
 		s, label = &a.appTx, "traffic.app_bytes (sender)"

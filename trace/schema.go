@@ -249,6 +249,13 @@ type TrafficRow struct {
 	TCPRttUs *uint32 `parquet:"tcp_rtt_us,optional"`
 	// TCPCwnd is tcpi_snd_cwnd (segments) at the interval end.
 	TCPCwnd *uint32 `parquet:"tcp_cwnd,optional"`
+	// IncomingCPU and IncomingNapiID are the receiving socket's
+	// SO_INCOMING_CPU (the CPU that last processed a packet for it: where
+	// RSS/RPS steered the stream) and SO_INCOMING_NAPI_ID (the receive
+	// queue's NAPI context; 0 for none, e.g. veth) at the interval end.
+	// Null on sender rows and before the kernel set them.
+	IncomingCPU    *int32  `parquet:"incoming_cpu,optional"`
+	IncomingNapiID *uint32 `parquet:"incoming_napi_id,optional"`
 
 	// Blob columns: set on rows of `netprof blob` runs (one row per blob
 	// target × interval; Role "receiver" for pull, "sender" for push;

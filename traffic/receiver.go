@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -44,6 +45,10 @@ type recvStream struct {
 	idx           int
 	local, remote string
 	bytes         atomic.Uint64
+	raw           syscall.RawConn // nil: no socket access
+	// steer is the latest SO_INCOMING_CPU / SO_INCOMING_NAPI_ID read (nil
+	// before the first), kept for samples after the socket closed.
+	steer atomic.Pointer[Steering]
 }
 
 // NewReceiver returns a Receiver for cfg.Streams streams on ln. It uses
@@ -262,6 +267,7 @@ func (r *Receiver) claim(h hello, c net.Conn) uint32 {
 		idx:    int(h.stream),
 		local:  c.LocalAddr().String(),
 		remote: c.RemoteAddr().String(),
+		raw:    rawConn(c),
 	})
 	return ackOK
 }
@@ -339,10 +345,13 @@ func (r *Receiver) Sample() []StreamSample {
 		if st == nil {
 			continue
 		}
+		if s := readSteering(st.raw); s != nil {
+			st.steer.Store(s)
+		}
 		out = append(out, StreamSample{
 			Stream: st.idx, Role: RoleReceiver,
 			LocalAddr: st.local, RemoteAddr: st.remote,
-			AppBytes: st.bytes.Load(),
+			AppBytes: st.bytes.Load(), Steering: st.steer.Load(),
 		})
 	}
 	return out

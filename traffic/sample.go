@@ -29,6 +29,18 @@ type StreamSample struct {
 	// connection gives no access to its socket. After the stream is closed
 	// it holds the last values read before closing.
 	TCP *TCPInfo
+	// Steering is where the kernel processed the receiver's packets: nil on
+	// the sender, and until first read.
+	Steering *Steering
+}
+
+// Steering is a receiving socket's SO_INCOMING_CPU (the CPU that last
+// processed a packet for it: where RSS/RPS steered the flow) and
+// SO_INCOMING_NAPI_ID (the NAPI context, i.e. the NIC receive queue, that
+// delivered it; 0 when none, e.g. veth without GRO/XDP).
+type Steering struct {
+	CPU    int32
+	NapiID uint32
 }
 
 // TCPInfo is the part of the kernel's struct tcp_info a run records.

@@ -213,7 +213,7 @@ func NewReceiverConns(conns []net.Conn, cfg Config) (*Receiver, error) {
 	r := NewReceiver(nil, cfg)
 	r.pre = slices.Clone(conns)
 	for i, c := range conns {
-		r.slots[i].Store(&recvStream{idx: i, local: c.LocalAddr().String(), remote: c.RemoteAddr().String()})
+		r.slots[i].Store(&recvStream{idx: i, local: c.LocalAddr().String(), remote: c.RemoteAddr().String(), raw: rawConn(c)})
 	}
 	return r, nil
 }

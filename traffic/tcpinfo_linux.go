@@ -27,3 +27,25 @@ func readTCPInfo(rc syscall.RawConn) *TCPInfo {
 		BytesAcked:   ti.Bytes_acked,
 	}
 }
+
+// readSteering reads SO_INCOMING_CPU and SO_INCOMING_NAPI_ID from rc's
+// socket; nil if rc is nil or closed, or the kernel has not set the CPU yet
+// (-1).
+func readSteering(rc syscall.RawConn) *Steering {
+	if rc == nil {
+		return nil
+	}
+	var cpu, napi int
+	var err1, err2 error
+	if cerr := rc.Control(func(fd uintptr) {
+		cpu, err1 = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+		napi, err2 = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_INCOMING_NAPI_ID)
+	}); cerr != nil || err1 != nil || cpu < 0 {
+		return nil
+	}
+	s := &Steering{CPU: int32(cpu)}
+	if err2 == nil {
+		s.NapiID = uint32(napi)
+	}
+	return s
+}

@@ -100,5 +100,9 @@ func trafficRow(st, p traffic.StreamSample) trace.TrafficRow {
 		rtt, cwnd := st.TCP.RttUs, st.TCP.SndCwnd
 		row.TCPRetransmits, row.TCPRttUs, row.TCPCwnd = &retrans, &rtt, &cwnd
 	}
+	if s := st.Steering; st.Role == traffic.RoleReceiver && s != nil {
+		cpu, napi := s.CPU, s.NapiID
+		row.IncomingCPU, row.IncomingNapiID = &cpu, &napi
+	}
 	return row
 }

@@ -225,6 +225,17 @@ func checkSoftirqVerdict(t *testing.T, r *analysis.Report, steered int) {
 		t.Errorf("mean %s share over %d CPUs %.1f%%: want several CPUs averaging below %.0f%%", what, len(r.CPUs), 100*mean, 100*th)
 	}
 	wantEvidence(t, v, fmt.Sprintf("mean over the %d CPUs: %s %.1f%%", len(r.CPUs), what, 100*mean))
+	// Every stream's receive ran where the test steered it
+	// (SO_INCOMING_CPU of the generator's receiving sockets).
+	if len(r.Steering) == 0 {
+		t.Error("no receive steering recorded (traffic.incoming_cpu)")
+	}
+	for _, s := range r.Steering {
+		if s.CPU != int32(steered) {
+			t.Errorf("stream %d (%s): received on CPU %d, steered to %d", s.Stream, s.Local, s.CPU, steered)
+		}
+	}
+	wantEvidence(t, v, fmt.Sprintf("were received on CPU %d", steered))
 }
 
 // cpuTime is one CPU's /proc/stat ticks.
