@@ -22,6 +22,7 @@ package traffic
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -53,6 +54,11 @@ type Config struct {
 	// hello/ack exchange). Zero means DefaultConnectTimeout; negative is
 	// invalid.
 	ConnectTimeout time.Duration
+	// CPUs, when set, pins stream i's sending or receiving loop (its OS
+	// thread) to CPUs[i % len(CPUs)], like ntttcp -m and iperf3 -A; the
+	// kernel work the loop does in the socket calls (and, on veth, the
+	// softirq its sends raise) runs there too. Empty: not pinned.
+	CPUs []int
 }
 
 // DefaultConfig returns one stream for 10 s with DefaultBlockSize.
@@ -91,6 +97,11 @@ func (c Config) validateCommon() error {
 	if c.ConnectTimeout < 0 {
 		errs = append(errs, fmt.Errorf("invalid connect timeout %v: must not be negative", c.ConnectTimeout))
 	}
+	for _, cpu := range c.CPUs {
+		if cpu < 0 || cpu >= maxPinCPU {
+			errs = append(errs, fmt.Errorf("invalid CPU %d to pin a stream to: must be 0..%d", cpu, maxPinCPU-1))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -99,4 +110,25 @@ func (c Config) connectTimeout() time.Duration {
 		return DefaultConnectTimeout
 	}
 	return c.ConnectTimeout
+}
+
+// maxPinCPU bounds the CPU numbers Config.CPUs takes (the affinity mask's
+// size).
+const maxPinCPU = 1024
+
+// pinned runs fn on the calling goroutine locked to its OS thread, that
+// thread bound to cpus[i % len(cpus)]; with no cpus it just runs fn. The
+// thread is not unlocked: when the goroutine ends the runtime ends the
+// thread, so no other goroutine inherits the affinity. Only a stream's own
+// goroutine calls it, which ends soon after fn returns.
+func pinned(cpus []int, i int, fn func() error) error {
+	if len(cpus) == 0 {
+		return fn()
+	}
+	runtime.LockOSThread()
+	cpu := cpus[i%len(cpus)]
+	if err := pinThread(cpu); err != nil {
+		return fmt.Errorf("stream %d: pin to CPU %d: %w", i, cpu, err)
+	}
+	return fn()
 }

@@ -219,7 +219,10 @@ func (r *Receiver) handle(c net.Conn) {
 
 // serveStream receives one stream to its end and records how it ended.
 func (r *Receiver) serveStream(st *recvStream, c net.Conn) {
-	err := r.receive(st, c)
+	err := pinned(r.cfg.CPUs, st.idx, func() error { return r.receive(st, c) })
+	if s := readSteering(st.raw); s != nil { // the socket is still open: keep its last steering
+		st.steer.Store(s)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {

@@ -186,7 +186,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	errs := make([]error, len(streams))
 	var wg sync.WaitGroup
 	for i, st := range streams {
-		wg.Go(func() { errs[i] = st.run(deadline, block) })
+		wg.Go(func() { errs[i] = pinned(s.cfg.CPUs, i, func() error { return st.run(deadline, block) }) })
 	}
 	wg.Wait()
 	err := errors.Join(errs...)

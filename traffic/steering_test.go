@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A receiving stream's sample carries the socket's SO_INCOMING_CPU (an
@@ -45,5 +47,47 @@ func TestReceiverSteering(t *testing.T) {
 		if x.Steering != nil {
 			t.Errorf("sender sample with steering %+v", x.Steering)
 		}
+	}
+}
+
+// Streams pinned to one CPU (Config.CPUs) run their loops there: on
+// loopback the receive softirq that a send raises runs on the sending CPU,
+// so every receiving socket reports that CPU as SO_INCOMING_CPU; pinned to
+// each CPU in turn, the sockets follow. An invalid CPU is refused.
+func TestPinnedStreams(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil || allowed.Count() < 2 {
+		t.Skip("needs two CPUs this process may run on")
+	}
+	for cpu := 0; cpu < 2; cpu++ {
+		if !allowed.IsSet(cpu) {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Streams: 2, Duration: 300 * time.Millisecond, BlockSize: DefaultBlockSize, CPUs: []int{cpu}}
+		r := NewReceiver(ln, cfg)
+		done := make(chan error, 1)
+		go func() { done <- r.Serve(t.Context()) }()
+		s := NewSender(func(ctx context.Context, n, a string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, n, a)
+		}, ln.Addr().String(), cfg)
+		if err := s.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range r.Sample() {
+			if x.Steering == nil || x.Steering.CPU != int32(cpu) {
+				t.Errorf("streams pinned to CPU %d: stream %d received on %+v", cpu, x.Stream, x.Steering)
+			}
+		}
+	}
+	if err := (Config{Streams: 1, Duration: time.Second, BlockSize: 1, CPUs: []int{-1}}).Validate(); err == nil {
+		t.Error("CPU -1 accepted")
 	}
 }

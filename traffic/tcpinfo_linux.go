@@ -49,3 +49,10 @@ func readSteering(rc syscall.RawConn) *Steering {
 	}
 	return s
 }
+
+// pinThread binds the calling OS thread to cpu.
+func pinThread(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	return unix.SchedSetaffinity(0, &set)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/bench"
 	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
+	"github.com/netprof/netprof/internal/cpulist"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/traffic"
@@ -24,6 +25,9 @@ func benchCommand(log *slog.Logger) *cli.Command {
 	def := bench.DefaultConfig()
 	flags := []cli.Flag{
 		&cli.IntFlag{Name: "streams", Value: def.Streams, Usage: "parallel TCP streams (per direction)", EnvVars: []string{"NETPROF_STREAMS"}},
+		&cli.StringFlag{Name: "cpus", Usage: "pin stream i's sending and receiving loops to the i-th CPU of LIST, round-robin " +
+			"(kernel list format, e.g. 0-3,8; like ntttcp -m / iperf3 -A; local test bed only); each receiving stream's " +
+			"SO_INCOMING_CPU is recorded either way (traffic.incoming_cpu)", EnvVars: []string{"NETPROF_CPUS"}},
 		&cli.StringFlag{Name: "block-size", Value: "128KiB", Usage: "bytes per write: " + units.SizeHelp, EnvVars: []string{"NETPROF_BLOCK_SIZE"}},
 		&cli.StringFlag{Name: "window", Usage: "SO_SNDBUF and SO_RCVBUF of the data sockets, e.g. 4MiB (" + units.SizeHelp +
 			"); turns buffer autotuning off; a request the kernel caps (net.core.rmem_max/wmem_max) is reported", EnvVars: []string{"NETPROF_WINDOW"}},
@@ -190,6 +194,13 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	cfg.BPFStats = c.Bool("bpf-stats")
 	cfg.Argv = os.Args
 	var err error
+	if v := c.String("cpus"); v != "" {
+		l, err := cpulist.Parse(v)
+		if err != nil || len(l) == 0 {
+			return cfg, fmt.Errorf("--cpus %q: want a CPU list such as 0-3,8 (%v)", v, err)
+		}
+		cfg.CPUs = l
+	}
 	if cfg.FlowEntries, err = flowEntries(c); err != nil {
 		return cfg, err
 	}

@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
@@ -94,6 +96,9 @@ type Config struct {
 	// Live, when set, receives one line per interval (rate, retransmits,
 	// busiest CPU).
 	Live io.Writer
+	// CPUs pins stream i's loop on each end to CPUs[i % len(CPUs)]
+	// (--cpus, local test bed only; empty: not pinned).
+	CPUs []int
 	// Metrics, if set, receives every interval (--prometheus).
 	Metrics *metrics.Exporter
 	// Stream, if set, gets every interval as a JSON line (--json-stream).
@@ -157,6 +162,19 @@ func (c Config) Validate() error {
 	}
 	if c.Warmup < 0 || c.Cooldown < 0 {
 		errs = append(errs, fmt.Errorf("invalid warmup %v or cooldown %v: must not be negative", c.Warmup, c.Cooldown))
+	}
+	if len(c.CPUs) > 0 && c.Peer != "" {
+		errs = append(errs, errors.New("--cpus pins the local test bed's streams; with --peer it is not supported yet"))
+	}
+	if len(c.CPUs) > 0 {
+		var allowed unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &allowed); err == nil {
+			for _, cpu := range c.CPUs {
+				if cpu >= 0 && cpu < 1024 && !allowed.IsSet(cpu) {
+					errs = append(errs, fmt.Errorf("--cpus: CPU %d is not one this process may run on (affinity has %d CPUs)", cpu, allowed.Count()))
+				}
+			}
+		}
 	}
 	switch c.dir() {
 	case control.Send, control.Reverse, control.Bidir:
@@ -254,13 +272,14 @@ func (c Config) bedOptions() testbed.Options {
 }
 
 func (c Config) traffic() traffic.Config {
-	return traffic.Config{Streams: c.Streams, Duration: c.sendTime(), BlockSize: c.BlockSize, ConnectTimeout: c.ConnectTimeout}
+	return traffic.Config{Streams: c.Streams, Duration: c.sendTime(), BlockSize: c.BlockSize, ConnectTimeout: c.ConnectTimeout, CPUs: c.CPUs}
 }
 
 // manifestConfig is the configuration as recorded in manifest.json.
 func (c Config) manifestConfig() map[string]any {
 	m := map[string]any{
 		"command":      "bench",
+		"cpus":         cpusConfig(c.CPUs),
 		"duration_ns":  c.Duration.Nanoseconds(),
 		"streams":      c.Streams,
 		"block_size":   c.BlockSize,
@@ -340,4 +359,12 @@ func recordDelayLine(bed *testbed.Bed, w *trace.Writer, log *slog.Logger) {
 	if err != nil {
 		log.Error("record delay line counters", "err", err)
 	}
+}
+
+// cpusConfig is --cpus as recorded in the manifest: the list, or nil.
+func cpusConfig(cpus []int) any {
+	if len(cpus) == 0 {
+		return nil
+	}
+	return cpus
 }
