@@ -82,7 +82,7 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.StringFlag{Name: "probes", Value: "default", Usage: "probe groups to attach: default (" + strings.Join(probeset.Default, ",") +
 			": no per-packet hook; softirq per CPU from /proc/stat, every vector), deep or all (every group: exact NET_RX time, " +
 			"BPF interface and flow bytes, RTT histogram, NAPI; their per-packet hooks cost 10-25% of throughput on a CPU-bound path; " +
-			"maps 19.5 MB memlock at 2 possible CPUs, default 10.5 MB), " +
+			"maps 19.5 MB memlock at 2 possible CPUs, 15.1 MiB at 240 on 6.1; default 10.5 MB), " +
 			"or some of, comma-separated: " + probeset.Help(), EnvVars: []string{"NETPROF_PROBES"}},
 		&cli.StringFlag{Name: "link-speed", Usage: "rated link speed with a unit, e.g. 10Gbit or 10000Mbit (a bare number is refused), for the wire-bound verdict; recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},

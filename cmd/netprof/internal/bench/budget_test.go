@@ -18,7 +18,7 @@ import (
 // any possible-CPU count (issue 11: hosts with 80-288 CPUs).
 const mapBudget = 64 << 20
 
-// A default bench (every probe) keeps its BPF maps within mapBudget by the
+// A deep bench (every probe: the most maps) keeps its BPF maps within mapBudget by the
 // kernel's own figure (fdinfo memlock) and by capacity (value_bytes), on
 // whatever possible-CPU count the machine has: make test-kernels runs this
 // on Debian's 6.1 with 240 possible CPUs. It logs what the kernel's per-CPU

@@ -338,8 +338,15 @@ func checkTCPSock(t *testing.T, cr *countedRun) {
 				rowsNs += f.IntervalNs
 			}
 		}
-		// Busy time is counted in jiffies (up to 10 ms each) per row.
-		if n == 0 || float64(busy) < 0.5*cr.cfg.Duration.Seconds()*1e6 || busy > uint64(rowsNs/1000)+uint64(n)*10000 {
+		// Busy time is counted in jiffies (up to 10 ms each) per row. Under
+		// TCG emulation jiffies and the clock the rows are timed by drift
+		// apart by a few percent (6.12: 2776 ms busy over 2669 ms of
+		// rows): 10% more there.
+		limit := uint64(rowsNs/1000) + uint64(n)*10000
+		if os.Getenv("NETPROF_EMULATED") != "" {
+			limit += uint64(rowsNs / 1000 / 10)
+		}
+		if n == 0 || float64(busy) < 0.5*cr.cfg.Duration.Seconds()*1e6 || busy > limit {
 			t.Errorf("%ssender busy %d µs over %d rows of %d µs in all (run %v)", name, busy, n, rowsNs/1000, cr.cfg.Duration)
 		}
 	}
