@@ -14,18 +14,7 @@ import (
 // online CPU) once data arrived, and keeps the last value after the
 // connection closed; the sender's carries none.
 func TestReceiverSteering(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Streams: 1, Duration: 300 * time.Millisecond, BlockSize: DefaultBlockSize}
-	r := NewReceiver(ln, cfg)
-	done := make(chan error, 1)
-	go func() { done <- r.Serve(t.Context()) }()
-	s := NewSender(func(ctx context.Context, n, a string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, n, a)
-	}, ln.Addr().String(), cfg)
+	r, s, done := loopbackPair(t, Config{Streams: 1, Duration: 300 * time.Millisecond, BlockSize: DefaultBlockSize})
 	mid := make(chan []StreamSample, 1)
 	go func() {
 		time.Sleep(150 * time.Millisecond)
@@ -63,18 +52,7 @@ func TestPinnedStreams(t *testing.T) {
 		if !allowed.IsSet(cpu) {
 			continue
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := Config{Streams: 2, Duration: 300 * time.Millisecond, BlockSize: DefaultBlockSize, CPUs: []int{cpu}}
-		r := NewReceiver(ln, cfg)
-		done := make(chan error, 1)
-		go func() { done <- r.Serve(t.Context()) }()
-		s := NewSender(func(ctx context.Context, n, a string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, n, a)
-		}, ln.Addr().String(), cfg)
+		r, s, done := loopbackPair(t, Config{Streams: 2, Duration: 300 * time.Millisecond, BlockSize: DefaultBlockSize, CPUs: []int{cpu}})
 		if err := s.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -90,4 +68,22 @@ func TestPinnedStreams(t *testing.T) {
 	if err := (Config{Streams: 1, Duration: time.Second, BlockSize: 1, CPUs: []int{-1}}).Validate(); err == nil {
 		t.Error("CPU -1 accepted")
 	}
+}
+
+// loopbackPair starts a Receiver serving on a loopback listener and
+// returns it, a Sender to it (not yet run) and Serve's result.
+func loopbackPair(t *testing.T, cfg Config) (*Receiver, *Sender, <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReceiver(ln, cfg)
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(t.Context()) }()
+	s := NewSender(func(ctx context.Context, n, a string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, n, a)
+	}, ln.Addr().String(), cfg)
+	return r, s, done
 }
