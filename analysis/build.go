@@ -263,8 +263,15 @@ func (b *builder) noteProbesOff() {
 
 // noteManifest adds notes on the run's status and detached probes.
 func (b *builder) noteManifest() {
-	if st := b.r.Manifest.Status; st != "" && st != trace.StatusOK {
-		b.r.note("run status: " + st)
+	switch m := b.r.Manifest; {
+	case m.Status == trace.StatusRecording && m.Checkpoint != nil:
+		b.r.note(fmt.Sprintf("run cut short: the trace was never closed (its recorder was killed, or it is still recording); "+
+			"this reads the %d intervals closed by %s UTC: anything recorded after that was lost",
+			m.Checkpoint.Intervals, m.Checkpoint.Time.Format("15:04:05")))
+	case m.Status == trace.StatusRecording:
+		b.r.note("run cut short: the trace was never closed (its recorder was killed, or it is still recording) and holds no closed interval")
+	case m.Status != "" && m.Status != trace.StatusOK:
+		b.r.note("run status: " + m.Status)
 	}
 	var unselected []string
 	for _, p := range b.r.Manifest.Probes {

@@ -196,7 +196,7 @@ func TestFlowTableNoProbesFile(t *testing.T) {
 	if err := (analysistest.Scenario{Intervals: 4}).Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(dir, trace.ProbesFile)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, trace.TableDir(trace.ProbesFile))); err != nil {
 		t.Fatal(err)
 	}
 	run, err := trace.Open(dir)

@@ -71,7 +71,7 @@ func (a *probeCostAcc) finish(b *builder) {
 	r := b.r
 	switch {
 	case a.rows == 0:
-		r.reasons[figProbeCost] = r.probesOff("no program rows in probes.parquet", "np_")
+		r.reasons[figProbeCost] = r.probesOff("no program rows in the probes table", "np_")
 		return
 	case a.events == 0 && a.runNs == 0:
 		r.reasons[figProbeCost] = "run_count and run_time_ns are 0: the kernel's BPF run-time statistics were off " +

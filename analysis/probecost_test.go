@@ -90,7 +90,7 @@ func TestProbeCostNotMeasured(t *testing.T) {
 	if r, err = BuildTables(m, tables, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.ProbeCost != nil || !strings.Contains(r.ProbeCostLine(), "n/a (no program rows in probes.parquet") {
+	if r.ProbeCost != nil || !strings.Contains(r.ProbeCostLine(), "n/a (no program rows in the probes table") {
 		t.Errorf("no rows: %+v, %q", r.ProbeCost, r.ProbeCostLine())
 	}
 }

@@ -83,7 +83,7 @@ func TestFromRunRoundTrip(t *testing.T) {
 
 func TestFromRunMissingTable(t *testing.T) {
 	dir := writeFixture(t, newFixture(false))
-	if err := os.Remove(filepath.Join(dir, trace.CPUsFile)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, trace.TableDir(trace.CPUsFile))); err != nil {
 		t.Fatal(err)
 	}
 	run, err := trace.Open(dir)

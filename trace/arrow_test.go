@@ -2,7 +2,6 @@ package trace_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -18,7 +17,7 @@ import (
 // implementation (Apache Arrow's) and checks types and values.
 func TestArrowReadsFlows(t *testing.T) {
 	dir, ivs := recordRun(t, 5, trace.WithFlushEvery(2))
-	tbl := readArrowTable(t, filepath.Join(dir, trace.FlowsFile))
+	tbl := readArrowTable(t, onePart(t, dir, trace.FlowsFile))
 	defer tbl.Release()
 
 	var want []trace.FlowRow
@@ -58,7 +57,7 @@ func TestArrowReadsFlows(t *testing.T) {
 // columns are nullable uint64, null where the row had none.
 func TestArrowReadsCPUs(t *testing.T) {
 	dir, ivs := recordRun(t, 5, trace.WithFlushEvery(2))
-	tbl := readArrowTable(t, filepath.Join(dir, trace.CPUsFile))
+	tbl := readArrowTable(t, onePart(t, dir, trace.CPUsFile))
 	defer tbl.Release()
 
 	var want []trace.CPURow

@@ -16,7 +16,7 @@ import (
 func TestTrafficBlobColumns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	w, err := trace.Create(dir, trace.Manifest{Start: start, IntervalNs: 1e9})
+	w, err := trace.Create(dir, trace.Manifest{Start: start, IntervalNs: 1e9}, trace.WithPartSpan(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestTrafficBlobColumns(t *testing.T) {
 	if r := rows[1]; r.Requests != nil || r.HTTP503 != nil || r.Retries != nil || r.RequestLatencyP50Us != nil || r.HTTP503ErrorCodes != nil {
 		t.Errorf("TCP row has blob columns: %+v", r)
 	}
-	pf := openParquet(t, filepath.Join(dir, trace.TrafficFile))
+	pf := openParquet(t, onePart(t, dir, trace.TrafficFile))
 	for _, name := range []string{"requests", "http_2xx", "http_503", "http_500", "http_other_errors", "retries",
 		"request_latency_p50_us", "request_latency_p99_us", "http_503_error_codes"} {
 		if rep := repetition(element(t, pf, name)); rep != format.Optional {

@@ -36,8 +36,8 @@ type scanItem struct {
 // errScanStopped ends a worker whose consumer has returned.
 var errScanStopped = errors.New("column scan stopped")
 
-func newColumnScan(pf *parquet.File, plan []colPlan, opts ColumnScanOptions) *columnScan {
-	s := &columnScan{rgs: pf.RowGroups(), plan: plan, workers: max(opts.Workers, 1),
+func newColumnScan(rgs []parquet.RowGroup, plan []colPlan, opts ColumnScanOptions) *columnScan {
+	s := &columnScan{rgs: rgs, plan: plan, workers: max(opts.Workers, 1),
 		batchRows: opts.BatchRows, strs: newStringTable()}
 	if s.batchRows < 1 {
 		s.batchRows = ScanBatchRows

@@ -1,10 +1,14 @@
 package trace
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -128,16 +132,28 @@ func (b *ColumnBatch) Valid(c int) []bool { return b.cols[c].valid }
 // Other errors name the file; a missing file gives an error wrapping
 // os.ErrNotExist.
 func ScanColumns(r *Run, file string, cols []Column, opts ColumnScanOptions, fn func(*ColumnBatch) error) error {
-	f, pf, err := openTable(r, file)
+	t, err := openTable(r, file)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	plan, err := planColumns(pf.Schema(), cols)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", file, err)
+	defer t.Close()
+	var plan []colPlan
+	var rgs []parquet.RowGroup
+	for i, pf := range t.files {
+		p, err := planColumns(pf.Schema(), cols)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", t.names[i], err)
+		}
+		if i > 0 && !samePlan(plan, p) {
+			return fmt.Errorf("read %s: schema differs from %s's", t.names[i], t.names[0])
+		}
+		plan = p
+		rgs = append(rgs, pf.RowGroups()...)
 	}
-	err = newColumnScan(pf, plan, opts).run(fn)
+	if len(rgs) == 0 {
+		return nil
+	}
+	err = newColumnScan(rgs, plan, opts).run(fn)
 	var cbErr callbackError
 	if errors.As(err, &cbErr) {
 		return cbErr.err
@@ -148,23 +164,104 @@ func ScanColumns(r *Run, file string, cols []Column, opts ColumnScanOptions, fn 
 	return nil
 }
 
-// openTable opens the Parquet file of table file in run r.
-func openTable(r *Run, file string) (*os.File, *parquet.File, error) {
-	f, err := os.Open(filepath.Join(r.Dir, file))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", file, err)
+// samePlan reports whether two files resolve the columns alike.
+func samePlan(a, b []colPlan) bool {
+	for i := range a {
+		if a[i].leaf != b[i].leaf || a[i].optional != b[i].optional || a[i].timeMul != b[i].timeMul {
+			return false
+		}
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("read %s: %w", file, err)
+	return len(a) == len(b)
+}
+
+// openedTable is every Parquet file of one table, open for reading.
+type openedTable struct {
+	names []string // paths relative to the run directory, for errors
+	fds   []*os.File
+	files []*parquet.File
+}
+
+// Close closes every file.
+func (t *openedTable) Close() error {
+	var errs []error
+	for _, f := range t.fds {
+		errs = append(errs, f.Close())
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	return errors.Join(errs...)
+}
+
+// openTable opens every Parquet file of table file in run r: the file
+// itself in a v1 run, the closed part files in part order in a v2 run (a
+// table directory without parts is a table without rows). A table that is
+// neither gives an error wrapping os.ErrNotExist.
+func openTable(r *Run, file string) (*openedTable, error) {
+	paths, err := TablePaths(r.Dir, file)
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("read %s: %w", file, err)
+		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
-	return f, pf, nil
+	t := &openedTable{}
+	for _, p := range paths {
+		name, _ := filepath.Rel(r.Dir, p)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		t.fds = append(t.fds, f)
+		st, err := f.Stat()
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		t.names = append(t.names, name)
+		t.files = append(t.files, pf)
+	}
+	return t, nil
+}
+
+// TablePaths returns the paths of the Parquet files that hold table file
+// (one of the *File constants) in run directory dir, in row order: dir/file
+// in a v1 run; in a v2 run the closed part files of dir/TableDir(file)
+// (hidden files, parts still being written, are not listed), possibly none.
+// It returns an error wrapping os.ErrNotExist when the run has neither.
+func TablePaths(dir, file string) ([]string, error) {
+	single := filepath.Join(dir, file)
+	if st, err := os.Stat(single); err == nil && st.Mode().IsRegular() {
+		return []string{single}, nil
+	}
+	tdir := filepath.Join(dir, TableDir(file))
+	ents, err := os.ReadDir(tdir)
+	if err != nil {
+		return nil, err
+	}
+	type seqPath struct {
+		seq  int
+		path string
+	}
+	var parts []seqPath
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		num, ok := strings.CutPrefix(e.Name(), "part-")
+		num, ok2 := strings.CutSuffix(num, ".parquet")
+		seq, err := strconv.Atoi(num)
+		if !ok || !ok2 || err != nil || seq < 0 {
+			continue
+		}
+		parts = append(parts, seqPath{seq, filepath.Join(tdir, e.Name())})
+	}
+	slices.SortFunc(parts, func(a, b seqPath) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.path
+	}
+	return out, nil
 }
 
 // colPlan is one requested column resolved against the file's schema.

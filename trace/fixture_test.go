@@ -127,6 +127,8 @@ func probeRow(t time.Time, ns int64, i int) trace.ProbeRow {
 func recordRun(t *testing.T, n int, opts ...trace.Option) (string, []trace.Interval) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
+	// One part whatever the machine's speed, unless opts say otherwise.
+	opts = append([]trace.Option{trace.WithPartSpan(time.Hour)}, opts...)
 	w, err := trace.Create(dir, testManifest(), opts...)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -159,3 +161,13 @@ func want[T any](ivs []trace.Interval, pick func(trace.Interval) []T, setTime fu
 }
 
 func us(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+
+// onePart returns the path of table file's only part file in run dir.
+func onePart(t *testing.T, dir, file string) string {
+	t.Helper()
+	paths, err := trace.TablePaths(dir, file)
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("%s: parts %v, %v; want one", file, paths, err)
+	}
+	return paths[0]
+}

@@ -38,8 +38,25 @@ type Manifest struct {
 	Maps []BPFMap `json:"maps"`
 	// Config is the command's configuration (flags), as given.
 	Config map[string]any `json:"config"`
-	// Status is "ok", or what ended the run early (e.g. "interrupted").
+	// Status is "ok", or what ended the run early (e.g. "interrupted");
+	// "recording" while it is written, and forever in a run whose recorder
+	// was killed.
 	Status string `json:"status"`
+	// Checkpoint is, while the run is recording, how much of it is in
+	// closed part files: what survives if the recorder is killed. nil
+	// before the first checkpoint and once the run is closed.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+}
+
+// Checkpoint is the last time the Writer closed every table's open part.
+type Checkpoint struct {
+	// Time is when the parts were closed (UTC).
+	Time time.Time `json:"time"`
+	// Intervals is how many intervals the closed parts hold, in all.
+	Intervals int64 `json:"intervals"`
+	// Parts is how many checkpoints were made (part sequence numbers
+	// 0..Parts-1 are closed; a table without rows in one has no file).
+	Parts int `json:"parts"`
 }
 
 // Interface describes one interface the run sampled.

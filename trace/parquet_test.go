@@ -56,8 +56,8 @@ func repetition(el format.SchemaElement) format.FieldRepetitionType {
 
 func TestTimeIsTimestampMicrosUTC(t *testing.T) {
 	dir, _ := recordRun(t, 1)
-	for _, name := range []string{trace.IfacesFile, trace.CPUsFile, trace.FlowsFile, trace.TrafficFile, trace.ProbesFile} {
-		pf := openParquet(t, filepath.Join(dir, name))
+	for _, name := range trace.TableFiles {
+		pf := openParquet(t, onePart(t, dir, name))
 		el := element(t, pf, "time")
 		ts, ok := el.LogicalType.Value.(*format.TimestampType)
 		if !ok {
@@ -78,7 +78,7 @@ func TestTimeIsTimestampMicrosUTC(t *testing.T) {
 
 func TestColumnTypes(t *testing.T) {
 	dir, _ := recordRun(t, 1)
-	pf := openParquet(t, filepath.Join(dir, trace.FlowsFile))
+	pf := openParquet(t, onePart(t, dir, trace.FlowsFile))
 	for _, c := range []struct {
 		name   string
 		phys   format.Type
@@ -125,7 +125,7 @@ func TestRowGroupsPerFlushInterval(t *testing.T) {
 		trace.ProbesFile: len(ivs[0].Probes),
 	}
 	for name, per := range rowsPer {
-		pf := openParquet(t, filepath.Join(dir, name))
+		pf := openParquet(t, onePart(t, dir, name))
 		if got := len(pf.RowGroups()); got != 3 {
 			t.Errorf("%s: %d row groups, want ceil(150/60) = 3", name, got)
 		}
@@ -158,8 +158,15 @@ func TestExplicitFlush(t *testing.T) {
 	if err := w.Close(base, trace.StatusOK); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(openParquet(t, filepath.Join(dir, trace.ProbesFile)).RowGroups()); got != 3 {
-		t.Errorf("%d row groups after 3 flushes, want 3", got)
+	// Each Flush is a checkpoint: its part is closed, one row group.
+	paths, err := trace.TablePaths(dir, trace.ProbesFile)
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("%d parts after 3 flushes (%v), want 3", len(paths), err)
+	}
+	for _, p := range paths {
+		if got := len(openParquet(t, p).RowGroups()); got != 1 {
+			t.Errorf("%s: %d row groups, want 1", p, got)
+		}
 	}
 }
 
@@ -256,8 +263,8 @@ func TestScanIncompatibleType(t *testing.T) {
 		trace.Scan(run, trace.FlowsFile, func([]int) error { return nil }),
 	}
 	for i, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), trace.FlowsFile) {
-			t.Errorf("case %d: %v, want an error naming %s", i, err, trace.FlowsFile)
+		if err == nil || !strings.Contains(err.Error(), "flows/part-000000.parquet") {
+			t.Errorf("case %d: %v, want an error naming flows/part-000000.parquet", i, err)
 		}
 	}
 }

@@ -25,8 +25,9 @@ type Run struct {
 // ErrSchemaVersion if the run was written by a newer netprof.
 //
 // A run whose Manifest.Status is still StatusRecording was not closed: it is
-// either being recorded now or its recorder died, and its tables may be
-// unreadable (no Parquet footer).
+// either being recorded now or its recorder died. Its tables hold the
+// intervals of the closed part files (Manifest.Checkpoint says how many);
+// a v1 run in that state has unreadable tables (no Parquet footer).
 func Open(dir string) (*Run, error) {
 	m, err := readManifest(dir)
 	if err != nil {
@@ -78,18 +79,20 @@ func readAll[T any](r *Run, file string) ([]T, error) {
 // errors name the file; a missing file gives an error wrapping
 // os.ErrNotExist.
 func Scan[T any](r *Run, file string, fn func([]T) error) error {
-	f, pf, err := openTable(r, file)
+	t, err := openTable(r, file)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	for i, rg := range pf.RowGroups() {
-		if err := scanRowGroup(rg, fn); err != nil {
-			var cbErr callbackError
-			if errors.As(err, &cbErr) {
-				return cbErr.err
+	defer t.Close()
+	for j, pf := range t.files {
+		for i, rg := range pf.RowGroups() {
+			if err := scanRowGroup(rg, fn); err != nil {
+				var cbErr callbackError
+				if errors.As(err, &cbErr) {
+					return cbErr.err
+				}
+				return fmt.Errorf("read %s row group %d: %w", t.names[j], i, err)
 			}
-			return fmt.Errorf("read %s row group %d: %w", file, i, err)
 		}
 	}
 	return nil

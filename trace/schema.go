@@ -2,8 +2,12 @@
 // contract between recording and analysis. It is the only package that writes
 // or reads Parquet.
 //
-// A run is a directory holding manifest.json and one Parquet file per table
-// (ifaces, cpus, flows, traffic, probes). Every row has `time`, the END of its
+// A run is a directory holding manifest.json and, per table (ifaces, cpus,
+// flows, traffic, probes, sockets), a directory of Parquet part files
+// (flows/part-000000.parquet, part-000001.parquet, ...) whose rows, in part
+// order, are the table (trace format v2; v1 runs hold one file per table,
+// flows.parquet, and read the same). Parts are closed every ~10 s while
+// recording, so a killed recorder loses only the open part. Every row has `time`, the END of its
 // interval as TIMESTAMP(MICROS, isAdjustedToUTC=true), and `interval_ns`, the
 // measured length of that interval in nanoseconds. Counters are per-interval
 // deltas, never lifetime totals. Units are in column names (_bytes, _ns, _us).
@@ -14,13 +18,20 @@
 // off, not applicable, no sample), never zero.
 package trace
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // SchemaVersion is the version of the run-directory format written by this
-// package and stored in manifest.json.
-const SchemaVersion = 1
+// package and stored in manifest.json. Version 2 stores each table as a
+// directory of part files; version 1 as one file. Both read the same.
+const SchemaVersion = 2
 
-// Table file names inside a run directory.
+// Table names inside a run directory: the file of a v1 run; in a v2 run the
+// table is the directory TableDir(name) of part files. Functions taking a
+// table "file" take one of these.
 const (
 	ManifestFile = "manifest.json"
 	IfacesFile   = "ifaces.parquet"
@@ -31,6 +42,16 @@ const (
 	// SocketsFile holds TCP connection events (SocketRow, sockets.go).
 	SocketsFile = "sockets.parquet"
 )
+
+// TableFiles lists every table, in the order the Writer writes them.
+var TableFiles = []string{IfacesFile, CPUsFile, FlowsFile, TrafficFile, ProbesFile, SocketsFile}
+
+// TableDir is the directory of table file's part files in a v2 run:
+// "flows" for FlowsFile.
+func TableDir(file string) string { return strings.TrimSuffix(file, ".parquet") }
+
+// partName is the file name of part seq.
+func partName(seq int) string { return fmt.Sprintf("part-%06d.parquet", seq) }
 
 // IfaceRow is one interface × interval.
 //

@@ -46,7 +46,7 @@ func socketRows(t time.Time, ns int64, i int) []trace.SocketRow {
 func recordSocketRun(t *testing.T, n int) (string, []trace.Interval) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
-	w, err := trace.Create(dir, testManifest(), trace.WithFlushEvery(2))
+	w, err := trace.Create(dir, testManifest(), trace.WithFlushEvery(2), trace.WithPartSpan(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSocketsRoundTrip(t *testing.T) {
 
 func TestSocketsColumnTypes(t *testing.T) {
 	dir, _ := recordSocketRun(t, 2)
-	pf := openParquet(t, filepath.Join(dir, trace.SocketsFile))
+	pf := openParquet(t, onePart(t, dir, trace.SocketsFile))
 	for _, name := range []string{"time", "open_time", "close_time"} {
 		el := element(t, pf, name)
 		ts, ok := el.LogicalType.Value.(*format.TimestampType)
@@ -132,7 +132,7 @@ func TestSocketsColumnTypes(t *testing.T) {
 // close_time is null exactly on open rows, and values match.
 func TestArrowReadsSockets(t *testing.T) {
 	dir, ivs := recordSocketRun(t, 5)
-	tbl := readArrowTable(t, filepath.Join(dir, trace.SocketsFile))
+	tbl := readArrowTable(t, onePart(t, dir, trace.SocketsFile))
 	defer tbl.Release()
 	var wantRows []trace.SocketRow
 	for _, iv := range ivs {

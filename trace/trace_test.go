@@ -168,10 +168,8 @@ func TestEmptyRunHasAllTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{trace.IfacesFile, trace.CPUsFile, trace.FlowsFile, trace.TrafficFile, trace.ProbesFile} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
+	for _, name := range trace.TableFiles { // an empty part each, with the schema
+		onePart(t, dir, name)
 	}
 	rows, err := run.Traffic()
 	if err != nil || len(rows) != 0 {
@@ -239,7 +237,7 @@ func TestOpenRejectsNewerSchema(t *testing.T) {
 
 func TestMissingTable(t *testing.T) {
 	dir, _ := recordRun(t, 2)
-	if err := os.Remove(filepath.Join(dir, trace.FlowsFile)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, trace.TableDir(trace.FlowsFile))); err != nil {
 		t.Fatal(err)
 	}
 	run, err := trace.Open(dir)
@@ -255,21 +253,54 @@ func TestMissingTable(t *testing.T) {
 	}
 }
 
-func TestUnclosedRunIsAnError(t *testing.T) {
+// A run whose writer was never closed (its recorder killed) keeps every
+// interval up to its last checkpoint, and the manifest says how many; the
+// part being written is hidden from readers.
+func TestUnclosedRunKeepsCheckpoints(t *testing.T) {
 	dir := t.TempDir()
-	w, err := trace.Create(dir, testManifest())
+	w, err := trace.Create(dir, testManifest(), trace.WithPartEvery(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close(base, trace.StatusOK)
-	if err := w.WriteInterval(interval(0)); err != nil {
-		t.Fatal(err)
+	var ivs []trace.Interval
+	for i := range 5 {
+		ivs = append(ivs, interval(i))
+		if err := w.WriteInterval(ivs[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run, err := trace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Flows(); err == nil || !strings.Contains(err.Error(), trace.FlowsFile) {
-		t.Errorf("reading a table with no footer: %v, want an error naming %s", err, trace.FlowsFile)
+	m := run.Manifest
+	if m.Status != trace.StatusRecording || m.Checkpoint == nil || m.Checkpoint.Intervals != 4 || m.Checkpoint.Parts != 2 {
+		t.Fatalf("manifest status %q checkpoint %+v, want recording with 4 intervals in 2 parts", m.Status, m.Checkpoint)
+	}
+	flows, err := run.Flows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFlows := want(ivs[:4], func(iv trace.Interval) []trace.FlowRow { return iv.Flows },
+		func(r *trace.FlowRow) { r.Time = us(r.Time) })
+	if !reflect.DeepEqual(flows, wantFlows) {
+		t.Errorf("flows of the checkpointed intervals: %d rows, want %d", len(flows), len(wantFlows))
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "flows"))
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !reflect.DeepEqual(names, []string{".part-000002.parquet.tmp", "part-000000.parquet", "part-000001.parquet"}) {
+		t.Errorf("flows/ holds %v", names)
+	}
+	// Closing writes the open part and clears the checkpoint.
+	if err := w.Close(base, trace.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = trace.Open(dir)
+	if flows, _ = run.Flows(); len(flows) != len(wantFlows)+len(ivs[4].Flows) || run.Manifest.Checkpoint != nil {
+		t.Errorf("after Close: %d flow rows, checkpoint %+v", len(flows), run.Manifest.Checkpoint)
 	}
 }

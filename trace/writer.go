@@ -14,8 +14,10 @@ import (
 // Manifest.Status values written by this package or expected from callers.
 const (
 	// StatusRecording is the status while a run is being written. A run
-	// still "recording" when read was not closed (the recorder crashed or
-	// was killed); its Parquet files then have no footer and cannot be read.
+	// still "recording" when read was not closed: it is being recorded
+	// now, or its recorder was killed. Its tables then hold every interval
+	// up to Manifest.Checkpoint (closed part files); the intervals after it
+	// were lost.
 	StatusRecording = "recording"
 	// StatusOK is the status of a run that ended normally.
 	StatusOK = "ok"
@@ -23,10 +25,14 @@ const (
 	StatusInterrupted = "interrupted"
 )
 
-// DefaultFlushEvery is the default number of intervals per Parquet row group.
-// At 1 s intervals one row group holds one minute, so a file reaches
-// parquet-go's limit of 32,767 row groups only after ~22 days.
+// DefaultFlushEvery is the default number of intervals per Parquet row group
+// within one part file.
 const DefaultFlushEvery = 60
+
+// DefaultPartSpan is how long, by default, a part file stays open before
+// its rows are closed into a readable file: what a killed recorder can lose
+// at most (plus the interval being written).
+const DefaultPartSpan = 10 * time.Second
 
 // ErrClosed is returned by Writer methods called after Close.
 var ErrClosed = errors.New("trace writer closed")
@@ -47,11 +53,14 @@ type Option func(*writerConfig)
 
 type writerConfig struct {
 	flushEvery int
+	partSpan   time.Duration
+	partEvery  int
+	now        func() time.Time
 }
 
-// WithFlushEvery sets how many intervals go into one Parquet row group
-// (default DefaultFlushEvery). Rows of unflushed intervals are held in
-// memory, compressed page by page. n < 1 means the default.
+// WithFlushEvery sets how many intervals go into one Parquet row group of a
+// part file (default DefaultFlushEvery). Rows of unflushed intervals are
+// held in memory, compressed page by page. n < 1 means the default.
 func WithFlushEvery(n int) Option {
 	return func(c *writerConfig) {
 		if n >= 1 {
@@ -60,16 +69,45 @@ func WithFlushEvery(n int) Option {
 	}
 }
 
-// Writer records one run directory: manifest.json plus one Parquet file per
-// table. Its methods are safe for concurrent use.
+// WithPartSpan sets how long a part file is written before it is closed:
+// the part closes at the first WriteInterval at least d after it was
+// opened. By default (or d <= 0) the first parts are shorter, 1 s, 2 s,
+// 4 s, 8 s, then DefaultPartSpan each, so a run killed in its first seconds
+// keeps most of its intervals too.
+func WithPartSpan(d time.Duration) Option {
+	return func(c *writerConfig) {
+		if d > 0 {
+			c.partSpan = d
+		}
+	}
+}
+
+// WithPartEvery closes a part file after n intervals, whatever its span
+// (default: no count limit, only WithPartSpan). n < 1 means no limit.
+func WithPartEvery(n int) Option {
+	return func(c *writerConfig) { c.partEvery = max(n, 0) }
+}
+
+// Writer records one run directory: manifest.json plus, per table, a
+// directory of Parquet part files (flows/part-000000.parquet, ...). A part
+// is written under a hidden temporary name and renamed into place once its
+// footer is written and synced, every WithPartSpan (10 s by default), so a
+// run whose recorder is killed keeps every interval written before the
+// last checkpoint: readers (this package, DuckDB's
+// read_parquet('DIR/flows/*.parquet'), Arrow) see only closed parts. Its
+// methods are safe for concurrent use.
 type Writer struct {
 	dir string
 	cfg writerConfig
 
-	mu      sync.Mutex
-	m       Manifest
-	pending int // intervals written since the last row-group flush
-	closed  bool
+	mu        sync.Mutex
+	m         Manifest
+	pending   int       // intervals written since the last row-group flush
+	partIvs   int       // intervals in the open part
+	partStart time.Time // when the open part got its first interval
+	seq       int       // sequence number of the open part
+	total     int64     // intervals written
+	closed    bool
 
 	ifaces  *table[IfaceRow]
 	cpus    *table[CPURow]
@@ -81,14 +119,14 @@ type Writer struct {
 
 // Create creates the run directory dir (and its parents) and starts a run.
 // It writes manifest.json at once with SchemaVersion set, End zero and
-// Status StatusRecording, and creates all six table files, which exist
-// (possibly with zero rows) once Close has returned.
+// Status StatusRecording, and creates the six table directories; each holds
+// at least one part file (possibly with zero rows) once Close has returned.
 //
 // Create returns an error wrapping os.ErrExist if dir already holds
-// manifest.json or a table file. On any error it removes the files it
-// created, so a failed Create can be retried.
+// manifest.json or a table. On any error it removes what it created, so a
+// failed Create can be retried.
 func Create(dir string, m Manifest, opts ...Option) (*Writer, error) {
-	cfg := writerConfig{flushEvery: DefaultFlushEvery}
+	cfg := writerConfig{flushEvery: DefaultFlushEvery, now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -102,12 +140,16 @@ func Create(dir string, m Manifest, opts ...Option) (*Writer, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			w.closeTables() //nolint:errcheck // already failing; files removed below
-			for _, p := range created {
-				os.Remove(p)
+			for i := len(created) - 1; i >= 0; i-- {
+				os.Remove(created[i])
 			}
 		}
 	}()
+	for _, f := range TableFiles {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return nil, fmt.Errorf("create run %s: %s: %w", dir, f, os.ErrExist)
+		}
+	}
 	mpath := filepath.Join(dir, ManifestFile)
 	if err := writeManifestExclusive(mpath, w.m); err != nil {
 		return nil, fmt.Errorf("create run %s: %w", dir, err)
@@ -120,8 +162,8 @@ func Create(dir string, m Manifest, opts ...Option) (*Writer, error) {
 	return w, nil
 }
 
-// openTables creates the six table files, appending each path it created
-// to created (for removal if Create fails).
+// openTables creates the six table directories, appending each path it
+// created to created (for removal if Create fails).
 func (w *Writer) openTables(created *[]string) error {
 	var err error
 	if w.ifaces, err = newTable[IfaceRow](w.dir, IfacesFile, created); err != nil {
@@ -147,19 +189,30 @@ func (w *Writer) openTables(created *[]string) error {
 func (w *Writer) Dir() string { return w.dir }
 
 // WriteInterval appends one interval's rows to each table. Every
-// WithFlushEvery intervals the buffered rows are flushed as one row group per
-// file. It returns ErrClosed after Close, or an error naming the table that
-// failed; after an error the caller should Close the Writer.
+// WithFlushEvery intervals the buffered rows are flushed as one row group
+// per part file; when the open part has been written for WithPartSpan (or
+// holds WithPartEvery intervals) it is checkpointed: every table's part is
+// closed into a readable file and manifest.json records the checkpoint. It
+// returns ErrClosed after Close, or an error naming the table that failed;
+// after an error the caller should Close the Writer.
 func (w *Writer) WriteInterval(iv Interval) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
 	}
+	if w.partIvs == 0 {
+		w.partStart = w.cfg.now()
+	}
 	if err := w.writeRows(iv); err != nil {
 		return err
 	}
+	w.total++
+	w.partIvs++
 	w.pending++
+	if (w.cfg.partEvery > 0 && w.partIvs >= w.cfg.partEvery) || w.cfg.now().Sub(w.partStart) >= w.span() {
+		return w.checkpointLocked()
+	}
 	if w.pending >= w.cfg.flushEvery {
 		return w.flushLocked()
 	}
@@ -167,40 +220,70 @@ func (w *Writer) WriteInterval(iv Interval) error {
 }
 
 func (w *Writer) writeRows(iv Interval) error {
-	if err := w.ifaces.write(iv.Ifaces); err != nil {
-		return err
-	}
-	if err := w.cpus.write(iv.CPUs); err != nil {
-		return err
-	}
-	if err := w.flows.write(iv.Flows); err != nil {
-		return err
-	}
-	if err := w.traffic.write(iv.Traffic); err != nil {
-		return err
-	}
-	if err := w.probes.write(iv.Probes); err != nil {
-		return err
-	}
-	return w.sockets.write(iv.Sockets)
+	return errors.Join(
+		w.ifaces.write(w.seq, iv.Ifaces),
+		w.cpus.write(w.seq, iv.CPUs),
+		w.flows.write(w.seq, iv.Flows),
+		w.traffic.write(w.seq, iv.Traffic),
+		w.probes.write(w.seq, iv.Probes),
+		w.sockets.write(w.seq, iv.Sockets))
 }
 
-// Flush writes the buffered intervals as one row group per table now,
-// without waiting for WithFlushEvery intervals. Tables with no buffered rows
-// get no row group. It returns ErrClosed after Close.
+// Flush checkpoints now, without waiting for WithPartSpan: every table's
+// open part is closed into a readable file (tables with no rows since the
+// last checkpoint get none) and manifest.json records the checkpoint. It
+// returns ErrClosed after Close.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
 	}
-	return w.flushLocked()
+	return w.checkpointLocked()
 }
 
+// span is how long the open part is written (see WithPartSpan).
+func (w *Writer) span() time.Duration {
+	switch {
+	case w.cfg.partSpan > 0:
+		return w.cfg.partSpan
+	case w.seq >= 4:
+		return DefaultPartSpan
+	}
+	return min(DefaultPartSpan, time.Second<<w.seq)
+}
+
+// flushLocked writes the open parts' buffered rows as one row group each.
 func (w *Writer) flushLocked() error {
 	w.pending = 0
 	return errors.Join(w.ifaces.flush(), w.cpus.flush(), w.flows.flush(),
 		w.traffic.flush(), w.probes.flush(), w.sockets.flush())
+}
+
+// checkpointLocked closes every table's open part and records the
+// checkpoint in manifest.json. Nothing is done when no interval was
+// written since the last one.
+func (w *Writer) checkpointLocked() error {
+	if w.partIvs == 0 {
+		return nil
+	}
+	err := w.closeParts()
+	w.seq++
+	w.partIvs, w.pending = 0, 0
+	if err != nil {
+		return err
+	}
+	w.m.Checkpoint = &Checkpoint{Time: w.cfg.now().UTC(), Intervals: w.total, Parts: w.seq}
+	if err := writeManifestAtomic(w.dir, w.m); err != nil {
+		return fmt.Errorf("checkpoint manifest: %w", err)
+	}
+	return nil
+}
+
+// closeParts closes the open part of every table.
+func (w *Writer) closeParts() error {
+	return errors.Join(w.ifaces.closePart(), w.cpus.closePart(), w.flows.closePart(),
+		w.traffic.closePart(), w.probes.closePart(), w.sockets.closePart())
 }
 
 // Manifest returns a copy of the manifest as it stands (End zero and Status
@@ -213,8 +296,9 @@ func (w *Writer) Manifest() Manifest {
 
 // UpdateManifest lets the caller fill in manifest fields learned after
 // Create (interfaces, probes, kernel...) and rewrites manifest.json
-// atomically. SchemaVersion, End and Status are owned by the Writer: changes
-// fn makes to them are discarded. It returns ErrClosed after Close.
+// atomically. SchemaVersion, End, Status and Checkpoint are owned by the
+// Writer: changes fn makes to them are discarded. It returns ErrClosed
+// after Close.
 func (w *Writer) UpdateManifest(fn func(*Manifest)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -224,7 +308,7 @@ func (w *Writer) UpdateManifest(fn func(*Manifest)) error {
 	m := w.m
 	fn(&m)
 	m = normalizeManifest(m)
-	m.End, m.Status = time.Time{}, StatusRecording
+	m.End, m.Status, m.Checkpoint = time.Time{}, StatusRecording, w.m.Checkpoint
 	w.m = m
 	if err := writeManifestAtomic(w.dir, m); err != nil {
 		return fmt.Errorf("update manifest: %w", err)
@@ -244,11 +328,12 @@ func (w *Writer) SetProbes(ps []Probe) error {
 	return w.UpdateManifest(func(m *Manifest) { m.Probes = ps })
 }
 
-// Close flushes buffered rows, writes every Parquet footer, syncs and closes
-// the files, then rewrites manifest.json atomically (temp file + rename)
-// with End = end (in UTC) and Status = status. The manifest is rewritten
-// even if a table failed, so the run records how it ended; all errors are
-// joined. Close is idempotent: later calls return nil.
+// Close closes every table's open part (a table that never got a row gets
+// one empty part, so its schema is in the run), then rewrites manifest.json
+// atomically (temp file + rename) with End = end (in UTC), Status = status
+// and Checkpoint cleared. The manifest is rewritten even if a table failed,
+// so the run records how it ended; all errors are joined. Close is
+// idempotent: later calls return nil.
 func (w *Writer) Close(end time.Time, status string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -256,8 +341,10 @@ func (w *Writer) Close(end time.Time, status string) error {
 		return nil
 	}
 	w.closed = true
-	tablesErr := w.closeTables()
-	w.m.End, w.m.Status = end.UTC(), status
+	tablesErr := errors.Join(w.closeParts(),
+		w.ifaces.ensurePart(w.seq), w.cpus.ensurePart(w.seq), w.flows.ensurePart(w.seq),
+		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq))
+	w.m.End, w.m.Status, w.m.Checkpoint = end.UTC(), status, nil
 	var manifestErr error
 	if err := writeManifestAtomic(w.dir, w.m); err != nil {
 		manifestErr = fmt.Errorf("close manifest: %w", err)
@@ -265,37 +352,49 @@ func (w *Writer) Close(end time.Time, status string) error {
 	return errors.Join(tablesErr, manifestErr)
 }
 
-// closeTables closes every table that was opened (nil ones are skipped).
-func (w *Writer) closeTables() error {
-	return errors.Join(w.ifaces.close(), w.cpus.close(), w.flows.close(),
-		w.traffic.close(), w.probes.close(), w.sockets.close())
-}
-
-// table is one Parquet file being written.
+// table is one table's directory of part files being written.
 type table[T any] struct {
-	name string
-	f    *os.File
-	w    *parquet.GenericWriter[T]
-	done bool
+	name  string // the table's file name, e.g. "flows.parquet"
+	dir   string // its part directory
+	parts int    // closed parts
+	part  *part[T]
 }
 
-// newTable creates dir/name exclusively, appends its path to created, and
-// starts a zstd-compressed Parquet file with T's schema. The encodings
-// (standard Parquet ones, read by DuckDB, Arrow, Spark) suit a trace:
-// string columns are dictionary-encoded (RLE_DICTIONARY, one dictionary
-// per column chunk): addresses and names repeat on every interval, and a
-// reader maps each distinct value once per row group instead of once per
-// row (ScanColumns does). Integer columns are DELTA_BINARY_PACKED: times,
-// ports and slowly changing counters shrink to a few bits a value, which
-// made a 36 M-row flows table 6.5x smaller than PLAIN + zstd, faster to
-// write and, with less to decompress, faster to read.
+// part is one part file being written under its temporary name.
+type part[T any] struct {
+	tmp, final string
+	f          *os.File
+	w          *parquet.GenericWriter[T]
+}
+
+// newTable creates the table's part directory dir/<table> exclusively and
+// appends its path to created.
 func newTable[T any](dir, name string, created *[]string) (*table[T], error) {
-	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", name, err)
+	tdir := filepath.Join(dir, TableDir(name))
+	if err := os.Mkdir(tdir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", TableDir(name), err)
 	}
-	*created = append(*created, path)
+	*created = append(*created, tdir)
+	return &table[T]{name: name, dir: tdir}, nil
+}
+
+// openPart starts part seq: a zstd-compressed Parquet file with T's schema
+// under a hidden temporary name. The encodings (standard Parquet ones, read
+// by DuckDB, Arrow, Spark) suit a trace: string columns are
+// dictionary-encoded (RLE_DICTIONARY, one dictionary per column chunk):
+// addresses and names repeat on every interval, and a reader maps each
+// distinct value once per row group instead of once per row (ScanColumns
+// does). Integer columns are DELTA_BINARY_PACKED: times, ports and slowly
+// changing counters shrink to a few bits a value, which made a 36 M-row
+// flows table 6.5x smaller than PLAIN + zstd, faster to write and, with
+// less to decompress, faster to read.
+func (t *table[T]) openPart(seq int) error {
+	final := filepath.Join(t.dir, partName(seq))
+	tmp := filepath.Join(t.dir, "."+partName(seq)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s part: %w", t.name, err)
+	}
 	w := parquet.NewGenericWriter[T](f,
 		parquet.Compression(&parquet.Zstd),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary),
@@ -303,42 +402,83 @@ func newTable[T any](dir, name string, created *[]string) (*table[T], error) {
 		parquet.DefaultEncodingFor(parquet.Int32, &parquet.DeltaBinaryPacked),
 		parquet.KeyValueMetadata("netprof.schema_version", fmt.Sprint(SchemaVersion)),
 	)
-	return &table[T]{name: name, f: f, w: w}, nil
+	t.part = &part[T]{tmp: tmp, final: final, f: f, w: w}
+	return nil
 }
 
-func (t *table[T]) write(rows []T) error {
-	if len(rows) == 0 {
+// write appends rows to part seq, opening it on the first row.
+func (t *table[T]) write(seq int, rows []T) error {
+	if len(rows) == 0 || t == nil {
 		return nil
 	}
-	if _, err := t.w.Write(rows); err != nil {
+	if t.part == nil {
+		if err := t.openPart(seq); err != nil {
+			return err
+		}
+	}
+	if _, err := t.part.w.Write(rows); err != nil {
 		return fmt.Errorf("write %s: %w", t.name, err)
 	}
 	return nil
 }
 
 func (t *table[T]) flush() error {
-	if err := t.w.Flush(); err != nil {
+	if t == nil || t.part == nil {
+		return nil
+	}
+	if err := t.part.w.Flush(); err != nil {
 		return fmt.Errorf("flush %s: %w", t.name, err)
 	}
 	return nil
 }
 
-// close writes the footer, syncs and closes the file. It runs once and
-// accepts a nil table (one Create never opened).
-func (t *table[T]) close() error {
-	if t == nil || t.done {
+// closePart writes the open part's footer, syncs and closes it, renames it
+// to its final name and syncs the directory, so the part survives a crash
+// once closePart has returned. A table without an open part is left as is.
+func (t *table[T]) closePart() error {
+	if t == nil || t.part == nil {
 		return nil
 	}
-	t.done = true
+	p := t.part
+	t.part = nil
 	var errs []error
-	if err := t.w.Close(); err != nil {
+	if err := p.w.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close %s: %w", t.name, err))
 	}
-	if err := t.f.Sync(); err != nil {
+	if err := p.f.Sync(); err != nil {
 		errs = append(errs, fmt.Errorf("sync %s: %w", t.name, err))
 	}
-	if err := t.f.Close(); err != nil {
+	if err := p.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close %s: %w", t.name, err))
 	}
+	if len(errs) == 0 {
+		if err := os.Rename(p.tmp, p.final); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", t.name, err))
+		} else if err := syncDir(t.dir); err != nil {
+			errs = append(errs, fmt.Errorf("sync %s: %w", TableDir(t.name), err))
+		}
+		t.parts++
+	}
 	return errors.Join(errs...)
+}
+
+// ensurePart writes an empty part seq when the table has no closed part,
+// so every table of a closed run has its schema on disk.
+func (t *table[T]) ensurePart(seq int) error {
+	if t == nil || t.parts > 0 {
+		return nil
+	}
+	if err := t.openPart(seq); err != nil {
+		return err
+	}
+	return t.closePart()
+}
+
+// syncDir fsyncs a directory, making renames in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }

@@ -101,8 +101,8 @@ func TestCommandsInTestBed(t *testing.T) {
 	if !strings.Contains(text, "counting (stacked)") || strings.Count(text, b.Link+" rx ") < 3 {
 		t.Errorf("watch output lacks the counted interface's lines")
 	}
-	if _, err := exec.Command("test", "-s", dir+"/ifaces.parquet").CombinedOutput(); err != nil {
-		t.Errorf("no ifaces.parquet in %s", dir)
+	if _, err := exec.Command("test", "-s", dir+"/ifaces/part-000000.parquet").CombinedOutput(); err != nil {
+		t.Errorf("no ifaces/part-000000.parquet in %s", dir)
 	}
 	checkWatchJSONStream(t, b, bin)
 }

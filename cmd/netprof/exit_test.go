@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -132,4 +135,94 @@ func TestBenchRemovesKilledRunsBed(t *testing.T) {
 func netnsExists(name string) bool {
 	_, err := os.Stat(filepath.Join(testbed.NetnsDir, name))
 	return err == nil
+}
+
+// A recorder killed with SIGKILL leaves a readable trace: every interval
+// up to its last checkpoint, exactly as it streamed them (--json-stream is
+// the ground truth: printed as each interval completed), at most the open
+// part's span lost; analyze reads it and says the run was cut short.
+func TestKilledWatchKeepsCheckpointedIntervals(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "killed")
+	cmd := exec.Command(bin, "watch", "--iface", "lo", "--no-bpf", "--json-stream", "--interval", "500ms",
+		"--duration", "20s", "--out", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type streamed struct {
+		time    time.Time
+		rxBytes uint64
+	}
+	lines := make(chan streamed, 100)
+	go func() { // ends when the killed process's stdout closes
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var e struct {
+				Event string    `json:"event"`
+				Time  time.Time `json:"time"`
+				Data  struct {
+					Ifaces []struct {
+						RxBytes uint64 `json:"rx_bytes"`
+					} `json:"ifaces"`
+				} `json:"data"`
+			}
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "interval" && len(e.Data.Ifaces) == 1 {
+				lines <- streamed{e.Time, e.Data.Ifaces[0].RxBytes}
+			}
+		}
+	}()
+	var got []streamed
+	for deadline := time.After(15 * time.Second); len(got) < 10; {
+		select {
+		case s, ok := <-lines:
+			if !ok {
+				t.Fatalf("watch ended after %d intervals", len(got))
+			}
+			got = append(got, s)
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("%d intervals streamed in 15 s, want 10", len(got))
+		}
+	}
+	_ = cmd.Process.Kill() // our own child, by PID: SIGKILL, no clean-up
+	_ = cmd.Wait()
+	for s := range lines {
+		got = append(got, s)
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := run.Manifest
+	if m.Status != trace.StatusRecording || m.Checkpoint == nil {
+		t.Fatalf("killed run: status %q, checkpoint %+v", m.Status, m.Checkpoint)
+	}
+	rows, err := run.Ifaces()
+	if err != nil {
+		t.Fatalf("reading the killed run: %v", err)
+	}
+	if int64(len(rows)) != m.Checkpoint.Intervals || len(rows) == 0 || len(rows) > len(got) {
+		t.Fatalf("%d ifaces rows, checkpoint %d intervals, %d streamed", len(rows), m.Checkpoint.Intervals, len(got))
+	}
+	for i, r := range rows {
+		if !r.Time.Equal(got[i].time.Truncate(time.Microsecond)) || r.RxBytes != got[i].rxBytes {
+			t.Errorf("row %d: %v rx %d B, streamed %v rx %d B", i, r.Time, r.RxBytes, got[i].time, got[i].rxBytes)
+		}
+	}
+	lost := got[len(got)-1].time.Sub(rows[len(rows)-1].Time)
+	t.Logf("killed after %d intervals: %d kept (checkpoint %v), last %v lost", len(got), len(rows), m.Checkpoint.Time, lost)
+	if lost > trace.DefaultPartSpan+time.Second {
+		t.Errorf("lost the last %v, want at most the part span %v (+ an interval)", lost, trace.DefaultPartSpan)
+	}
+	code, out, stderr := runBin(t, bin, nil, "analyze", "--json", dir)
+	if code != 0 || !strings.Contains(out, "run cut short") || !strings.Contains(out, fmt.Sprintf("the %d intervals closed by", len(rows))) {
+		t.Errorf("analyze of the killed run: exit %d, %s\n%s", code, stderr, out)
+	}
 }

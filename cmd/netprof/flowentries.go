@@ -15,7 +15,7 @@ func flowEntriesFlag() cli.Flag {
 	return &cli.Int64Flag{Name: "flow-entries", Value: netdev.DefaultFlowEntries,
 		Usage: fmt.Sprintf("size of the BPF flow table, in flows (1..%d; about 185 bytes of kernel memory each (memlock), shared by all CPUs). "+
 			"A flow that finds it full is not dropped silently: its bytes and packets are counted as lost "+
-			"(probes.parquet map_lost_bytes; the report says how much and suggests a size)", bench.MaxFlowEntries),
+			"(the probes table's map_lost_bytes; the report says how much and suggests a size)", bench.MaxFlowEntries),
 		EnvVars: []string{"NETPROF_FLOW_ENTRIES"}}
 }
 

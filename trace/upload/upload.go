@@ -3,7 +3,7 @@
 // by partition (DuckDB, Spark, Synapse: hive_partitioning):
 //
 //	[PREFIX/]host=HOST/date=YYYY-MM-DD/run=RUN/manifest.json
-//	[PREFIX/]host=HOST/date=YYYY-MM-DD/run=RUN/traffic.parquet
+//	[PREFIX/]host=HOST/date=YYYY-MM-DD/run=RUN/traffic/part-000000.parquet
 //	...
 //
 // HOST is the manifest's host, the date is the run's start in UTC, RUN is
@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -87,12 +88,12 @@ func Upload(ctx context.Context, cc *container.Client, prefix, dir string) ([]st
 	var names []string
 	for i, f := range files {
 		name := path.Join(base, f)
-		err := uploadFile(ctx, cc.NewBlockBlobClient(name), filepath.Join(dir, f))
+		err := uploadFile(ctx, cc.NewBlockBlobClient(name), filepath.Join(dir, filepath.FromSlash(f)))
 		if i == 0 && bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			if _, cerr := cc.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
 				return nil, fmt.Errorf("create container: %w", cerr)
 			}
-			err = uploadFile(ctx, cc.NewBlockBlobClient(name), filepath.Join(dir, f))
+			err = uploadFile(ctx, cc.NewBlockBlobClient(name), filepath.Join(dir, filepath.FromSlash(f)))
 		}
 		if err != nil {
 			return names, fmt.Errorf("upload %s: %w", f, err)
@@ -102,18 +103,35 @@ func Upload(ctx context.Context, cc *container.Client, prefix, dir string) ([]st
 	return names, nil
 }
 
-// runFiles lists the regular files of dir, sorted, manifest.json last;
-// hidden files (a manifest being rewritten) are skipped.
+// runFiles lists the regular files of dir and its table directories as
+// slash-separated relative paths, sorted, manifest.json last; hidden files
+// (a manifest being rewritten, a part being written) are skipped.
 func runFiles(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if rel != trace.ManifestFile {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
-	}
-	var files []string
-	for _, e := range ents {
-		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") && e.Name() != trace.ManifestFile {
-			files = append(files, e.Name())
-		}
 	}
 	sort.Strings(files)
 	return append(files, trace.ManifestFile), nil

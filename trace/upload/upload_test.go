@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func TestLayout(t *testing.T) {
 func recordRun(t *testing.T, status string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run-1")
-	w, err := trace.Create(dir, trace.Manifest{Host: "vm", Start: start, IntervalNs: 1e9})
+	w, err := trace.Create(dir, trace.Manifest{Host: "vm", Start: start, IntervalNs: 1e9}, trace.WithPartSpan(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,10 @@ func TestUploadAndDownloadEqual(t *testing.T) {
 	if names[len(names)-1] != base+trace.ManifestFile {
 		t.Errorf("last blob %q, want the manifest", names[len(names)-1])
 	}
-	local, _ := os.ReadDir(dir)
+	local := localFiles(t, dir)
+	if len(names) != len(local) || len(local) != 7 { // manifest + a part per table
+		t.Errorf("uploaded %d files, the run has %d: %v", len(names), len(local), local)
+	}
 	if len(names) != len(local) {
 		t.Errorf("uploaded %d files, the run has %d", len(names), len(local))
 	}
@@ -110,7 +114,7 @@ func TestUploadAndDownloadEqual(t *testing.T) {
 		for _, it := range page.Segment.BlobItems {
 			listed++
 			name := (*it.Name)[len(base):]
-			want, err := os.ReadFile(filepath.Join(dir, name))
+			want, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 			if err != nil {
 				t.Fatalf("blob %s has no local file: %v", *it.Name, err)
 			}
@@ -133,14 +137,15 @@ func TestUploadAndDownloadEqual(t *testing.T) {
 	}
 	// The downloaded traffic table reads back with the blob columns.
 	dl := t.TempDir()
-	for _, n := range []string{trace.ManifestFile, trace.TrafficFile} {
+	os.Mkdir(filepath.Join(dl, trace.TableDir(trace.TrafficFile)), 0o755)
+	for _, n := range []string{trace.ManifestFile, "traffic/part-000000.parquet"} {
 		resp, err := cc.NewBlobClient(base+n).DownloadStream(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		os.WriteFile(filepath.Join(dl, n), b, 0o644)
+		os.WriteFile(filepath.Join(dl, filepath.FromSlash(n)), b, 0o644)
 	}
 	run, err := trace.Open(dl)
 	if err != nil {
@@ -161,12 +166,29 @@ func TestUploadFailures(t *testing.T) {
 		t.Errorf("recording run: %v, want ErrNotClosed", err)
 	}
 	dir := recordRun(t, trace.StatusOK)
-	before, _ := os.ReadFile(filepath.Join(dir, trace.TrafficFile))
+	before, _ := os.ReadFile(filepath.Join(dir, "traffic", "part-000000.parquet"))
 	if _, err := upload.Upload(context.Background(), cc, "", dir); err == nil {
 		t.Error("upload to a closed port succeeded")
 	}
-	after, _ := os.ReadFile(filepath.Join(dir, trace.TrafficFile))
-	if !bytes.Equal(before, after) {
+	after, _ := os.ReadFile(filepath.Join(dir, "traffic", "part-000000.parquet"))
+	if len(before) == 0 || !bytes.Equal(before, after) {
 		t.Error("a failed upload changed the local trace")
 	}
+}
+
+// localFiles lists the run's regular files, relative, slash-separated.
+func localFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -223,7 +223,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "\t%.2f\t%s\t%d\t%d\t%s\t%d\n", at.Seconds(), gbps(p.RateBps()), iv.Requests, iv.HTTP503, pct(iv.Rate503()), iv.Retries)
 	}
 	if omitted > 0 {
-		fmt.Fprintf(tw, "\t(%d intervals without 503 not shown: see %s or --json)\n", omitted, trace.TrafficFile)
+		fmt.Fprintf(tw, "\t(%d intervals without 503 not shown: see the trace's %s/ or --json)\n", omitted, trace.TableDir(trace.TrafficFile))
 	}
 	fmt.Fprintf(tw, "\nper target\tbytes\trequests\t503\tretries\turl\n")
 	for _, t := range s.Targets {
