@@ -195,6 +195,19 @@ func (t *openedTable) Close() error {
 // table directory without parts is a table without rows). A table that is
 // neither gives an error wrapping os.ErrNotExist.
 func openTable(r *Run, file string) (*openedTable, error) {
+	for try := 0; ; try++ {
+		t, err := openTableOnce(r, file)
+		// A part listed then removed: a live run's Writer merged it.
+		if errors.Is(err, os.ErrNotExist) && t == nil && try < 3 {
+			if _, lerr := TablePaths(r.Dir, file); lerr == nil {
+				continue
+			}
+		}
+		return t, err
+	}
+}
+
+func openTableOnce(r *Run, file string) (*openedTable, error) {
 	paths, err := TablePaths(r.Dir, file)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
@@ -226,9 +239,11 @@ func openTable(r *Run, file string) (*openedTable, error) {
 
 // TablePaths returns the paths of the Parquet files that hold table file
 // (one of the *File constants) in run directory dir, in row order: dir/file
-// in a v1 run; in a v2 run the closed part files of dir/TableDir(file)
-// (hidden files, parts still being written, are not listed), possibly none.
-// It returns an error wrapping os.ErrNotExist when the run has neither.
+// in a v1 run; in a v2 run the closed part files of dir/TableDir(file),
+// possibly none: part-N.parquet, and part-N-M.parquet where the Writer
+// merged parts N..M (a part inside a merged range, left by a merge cut
+// short, is not listed; nor are hidden files, parts being written). It
+// returns an error wrapping os.ErrNotExist when the run has neither.
 func TablePaths(dir, file string) ([]string, error) {
 	single := filepath.Join(dir, file)
 	if st, err := os.Stat(single); err == nil && st.Mode().IsRegular() {
@@ -239,29 +254,55 @@ func TablePaths(dir, file string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	type seqPath struct {
-		seq  int
-		path string
+	type partFile struct {
+		first, last int
+		path        string
 	}
-	var parts []seqPath
+	var parts []partFile
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		num, ok := strings.CutPrefix(e.Name(), "part-")
-		num, ok2 := strings.CutSuffix(num, ".parquet")
-		seq, err := strconv.Atoi(num)
-		if !ok || !ok2 || err != nil || seq < 0 {
+		if first, last, ok := parsePartName(e.Name()); ok {
+			parts = append(parts, partFile{first, last, filepath.Join(tdir, e.Name())})
+		}
+	}
+	slices.SortFunc(parts, func(a, b partFile) int {
+		return cmp.Or(cmp.Compare(a.first, b.first), cmp.Compare(b.last, a.last))
+	})
+	var out []string
+	covered := -1 // the last sequence number a listed file holds
+	for _, p := range parts {
+		if p.last <= covered {
 			continue
 		}
-		parts = append(parts, seqPath{seq, filepath.Join(tdir, e.Name())})
-	}
-	slices.SortFunc(parts, func(a, b seqPath) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		out[i] = p.path
+		out = append(out, p.path)
+		covered = p.last
 	}
 	return out, nil
+}
+
+// parsePartName parses part-N.parquet (first = last = N) and
+// part-N-M.parquet.
+func parsePartName(name string) (first, last int, ok bool) {
+	num, ok1 := strings.CutPrefix(name, "part-")
+	num, ok2 := strings.CutSuffix(num, ".parquet")
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	a, b, isRange := strings.Cut(num, "-")
+	first, err := strconv.Atoi(a)
+	if err != nil || first < 0 {
+		return 0, 0, false
+	}
+	if !isRange {
+		return first, first, true
+	}
+	last, err = strconv.Atoi(b)
+	if err != nil || last < first {
+		return 0, 0, false
+	}
+	return first, last, true
 }
 
 // colPlan is one requested column resolved against the file's schema.

@@ -53,6 +53,9 @@ func TableDir(file string) string { return strings.TrimSuffix(file, ".parquet") 
 // partName is the file name of part seq.
 func partName(seq int) string { return fmt.Sprintf("part-%06d.parquet", seq) }
 
+// mergedName is the file name of the parts first..last merged into one.
+func mergedName(first, last int) string { return fmt.Sprintf("part-%06d-%06d.parquet", first, last) }
+
 // IfaceRow is one interface × interval.
 //
 // rx_*/tx_* come from netlink RTM_GETLINK IFLA_STATS64 (delta over the

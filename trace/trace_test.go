@@ -304,3 +304,45 @@ func TestUnclosedRunKeepsCheckpoints(t *testing.T) {
 		t.Errorf("after Close: %d flow rows, checkpoint %+v", len(flows), run.Manifest.Checkpoint)
 	}
 }
+
+// Closed parts are merged WithCompactEvery at a time into one file named
+// for its range; the rows read the same, and a part a merge was cut short
+// before removing (left beside its merged file) is not read twice.
+func TestPartsMerge(t *testing.T) {
+	dir, ivs := recordRun(t, 10, trace.WithPartEvery(1), trace.WithCompactEvery(3), trace.WithFlushEvery(1))
+	paths, err := trace.TablePaths(dir, trace.FlowsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range paths {
+		names = append(names, filepath.Base(p))
+	}
+	// Parts 0-8 merged by three; 9 was closed by Close (no merge then).
+	wantNames := []string{"part-000000-000002.parquet", "part-000003-000005.parquet", "part-000006-000008.parquet", "part-000009.parquet"}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Errorf("flows parts %v, want %v", names, wantNames)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "flows"))
+	if len(ents) != len(wantNames) {
+		t.Errorf("flows/ holds %d files, want %d (merged parts removed)", len(ents), len(wantNames))
+	}
+	run, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFlows := want(ivs, func(iv trace.Interval) []trace.FlowRow { return iv.Flows },
+		func(r *trace.FlowRow) { r.Time = us(r.Time) })
+	flows, err := run.Flows()
+	if err != nil || !reflect.DeepEqual(flows, wantFlows) {
+		t.Fatalf("merged flows: %d rows (%v), want %d", len(flows), err, len(wantFlows))
+	}
+	// A leftover part 4 beside part-000003-000005 is skipped.
+	src, _ := os.ReadFile(filepath.Join(dir, "flows", "part-000009.parquet"))
+	if err := os.WriteFile(filepath.Join(dir, "flows", "part-000004.parquet"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if flows, err = run.Flows(); err != nil || len(flows) != len(wantFlows) {
+		t.Errorf("with a leftover merged part: %d rows (%v), want %d", len(flows), err, len(wantFlows))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,10 +53,23 @@ type Interval struct {
 type Option func(*writerConfig)
 
 type writerConfig struct {
-	flushEvery int
-	partSpan   time.Duration
-	partEvery  int
-	now        func() time.Time
+	flushEvery   int
+	partSpan     time.Duration
+	partEvery    int
+	compactEvery int
+	now          func() time.Time
+}
+
+// DefaultCompactEvery is how many closed parts of a table are merged, by
+// default, into one file (10 minutes of 10 s parts), so a recording of days
+// leaves a few hundred files per table, not tens of thousands.
+const DefaultCompactEvery = 60
+
+// WithCompactEvery merges every n closed parts of a table into one part
+// file named for the range it holds (part-000000-000059.parquet), in the
+// background; n < 2 turns merging off.
+func WithCompactEvery(n int) Option {
+	return func(c *writerConfig) { c.compactEvery = n }
 }
 
 // WithFlushEvery sets how many intervals go into one Parquet row group of a
@@ -115,6 +129,11 @@ type Writer struct {
 	traffic *table[TrafficRow]
 	probes  *table[ProbeRow]
 	sockets *table[SocketRow]
+
+	merges   sync.WaitGroup // the merge goroutine, if one runs
+	mergeMu  sync.Mutex
+	merging  bool  // a merge goroutine runs
+	mergeErr error // what merges failed with, reported by Close
 }
 
 // Create creates the run directory dir (and its parents) and starts a run.
@@ -126,7 +145,7 @@ type Writer struct {
 // manifest.json or a table. On any error it removes what it created, so a
 // failed Create can be retried.
 func Create(dir string, m Manifest, opts ...Option) (*Writer, error) {
-	cfg := writerConfig{flushEvery: DefaultFlushEvery, now: time.Now}
+	cfg := writerConfig{flushEvery: DefaultFlushEvery, compactEvery: DefaultCompactEvery, now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -277,7 +296,65 @@ func (w *Writer) checkpointLocked() error {
 	if err := writeManifestAtomic(w.dir, w.m); err != nil {
 		return fmt.Errorf("checkpoint manifest: %w", err)
 	}
+	w.startMerges()
 	return nil
+}
+
+// mergeRemaining runs, in the caller, every merge of WithCompactEvery
+// parts the background ones left (a checkpoint found one still running).
+func (w *Writer) mergeRemaining() error {
+	n := w.cfg.compactEvery
+	if n < 2 {
+		return nil
+	}
+	var errs []error
+	for _, take := range []func(int) func() error{w.ifaces.takeMerge, w.cpus.takeMerge, w.flows.takeMerge,
+		w.traffic.takeMerge, w.probes.takeMerge, w.sockets.takeMerge} {
+		for j := take(n); j != nil; j = take(n) {
+			errs = append(errs, j())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startMerges starts a goroutine merging, for each table with at least
+// WithCompactEvery closed parts not yet merged, its oldest ones, unless a
+// merge still runs (the next checkpoint tries again). A failed merge
+// leaves its parts as they were (nothing is lost) and is reported by
+// Close.
+func (w *Writer) startMerges() {
+	if w.cfg.compactEvery < 2 {
+		return
+	}
+	w.mergeMu.Lock()
+	defer w.mergeMu.Unlock()
+	if w.merging {
+		return
+	}
+	n := w.cfg.compactEvery
+	var jobs []func() error
+	for _, j := range []func() error{w.ifaces.takeMerge(n), w.cpus.takeMerge(n), w.flows.takeMerge(n),
+		w.traffic.takeMerge(n), w.probes.takeMerge(n), w.sockets.takeMerge(n)} {
+		if j != nil {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	w.merging = true
+	w.merges.Add(1)
+	go func() {
+		defer w.merges.Done()
+		var errs []error
+		for _, j := range jobs {
+			errs = append(errs, j())
+		}
+		w.mergeMu.Lock()
+		defer w.mergeMu.Unlock()
+		w.merging = false
+		w.mergeErr = errors.Join(append(errs, w.mergeErr)...)
+	}()
 }
 
 // closeParts closes the open part of every table.
@@ -341,9 +418,11 @@ func (w *Writer) Close(end time.Time, status string) error {
 		return nil
 	}
 	w.closed = true
-	tablesErr := errors.Join(w.closeParts(),
+	w.merges.Wait()
+	tablesErr := errors.Join(w.mergeErr, w.closeParts(),
 		w.ifaces.ensurePart(w.seq), w.cpus.ensurePart(w.seq), w.flows.ensurePart(w.seq),
-		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq))
+		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq),
+		w.mergeRemaining())
 	w.m.End, w.m.Status, w.m.Checkpoint = end.UTC(), status, nil
 	var manifestErr error
 	if err := writeManifestAtomic(w.dir, w.m); err != nil {
@@ -357,11 +436,13 @@ type table[T any] struct {
 	name  string // the table's file name, e.g. "flows.parquet"
 	dir   string // its part directory
 	parts int    // closed parts
+	small []int  // sequence numbers of closed parts not merged yet
 	part  *part[T]
 }
 
 // part is one part file being written under its temporary name.
 type part[T any] struct {
+	seq        int
 	tmp, final string
 	f          *os.File
 	w          *parquet.GenericWriter[T]
@@ -395,14 +476,96 @@ func (t *table[T]) openPart(seq int) error {
 	if err != nil {
 		return fmt.Errorf("create %s part: %w", t.name, err)
 	}
-	w := parquet.NewGenericWriter[T](f,
+	t.part = &part[T]{tmp: tmp, final: final, f: f, w: newParquetWriter[T](f)}
+	t.part.seq = seq
+	return nil
+}
+
+// newParquetWriter starts a trace Parquet file with T's schema on f.
+func newParquetWriter[T any](f *os.File) *parquet.GenericWriter[T] {
+	return parquet.NewGenericWriter[T](f,
 		parquet.Compression(&parquet.Zstd),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary),
 		parquet.DefaultEncodingFor(parquet.Int64, &parquet.DeltaBinaryPacked),
 		parquet.DefaultEncodingFor(parquet.Int32, &parquet.DeltaBinaryPacked),
 		parquet.KeyValueMetadata("netprof.schema_version", fmt.Sprint(SchemaVersion)),
 	)
-	t.part = &part[T]{tmp: tmp, final: final, f: f, w: w}
+}
+
+// takeMerge returns a job merging the table's n oldest unmerged parts,
+// or nil when it has fewer.
+func (t *table[T]) takeMerge(n int) func() error {
+	if t == nil || len(t.small) < n {
+		return nil
+	}
+	seqs := slices.Clone(t.small[:n])
+	t.small = slices.Delete(t.small, 0, n)
+	return func() error { return mergeParts[T](t.dir, t.name, seqs) }
+}
+
+// mergeParts writes the parts seqs (closed, in order) of a table into one
+// file named for their range, copying their row groups as they are
+// (compressed pages spliced, not re-encoded), then removes them. The merged
+// file appears by rename once synced; until the parts are removed a reader
+// of this package skips the parts inside a merged range (DuckDB's glob
+// would see both for those few milliseconds).
+func mergeParts[T any](dir, name string, seqs []int) (err error) {
+	first, last := seqs[0], seqs[len(seqs)-1]
+	final := filepath.Join(dir, mergedName(first, last))
+	tmp := filepath.Join(dir, "."+mergedName(first, last)+".tmp")
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+			err = fmt.Errorf("merge %s parts %d-%d: %w", name, first, last, err)
+		}
+	}()
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := newParquetWriter[T](f)
+	for _, seq := range seqs {
+		if err := copyRowGroups(w, filepath.Join(dir, partName(seq))); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(w.Close(), f.Sync(), f.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	var errs []error
+	for _, seq := range seqs {
+		errs = append(errs, os.Remove(filepath.Join(dir, partName(seq))))
+	}
+	return errors.Join(append(errs, syncDir(dir))...)
+}
+
+// copyRowGroups appends every row group of the Parquet file path to w.
+func copyRowGroups[T any](w *parquet.GenericWriter[T], path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return err
+	}
+	for _, rg := range pf.RowGroups() {
+		if _, err := w.WriteRowGroup(rg); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -458,6 +621,7 @@ func (t *table[T]) closePart() error {
 			errs = append(errs, fmt.Errorf("sync %s: %w", TableDir(t.name), err))
 		}
 		t.parts++
+		t.small = append(t.small, p.seq)
 	}
 	return errors.Join(errs...)
 }

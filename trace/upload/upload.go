@@ -19,6 +19,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -103,35 +104,39 @@ func Upload(ctx context.Context, cc *container.Client, prefix, dir string) ([]st
 	return names, nil
 }
 
-// runFiles lists the regular files of dir and its table directories as
-// slash-separated relative paths, sorted, manifest.json last; hidden files
-// (a manifest being rewritten, a part being written) are skipped.
+// runFiles lists the run's files as slash-separated relative paths: its
+// top-level regular files and each table's files (trace.TablePaths: closed
+// parts, in order), sorted, manifest.json last; hidden files (a manifest
+// being rewritten, a part being written) are skipped.
 func runFiles(dir string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir && strings.HasPrefix(e.Name(), ".") {
-			if e.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		if rel != trace.ManifestFile {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
+	}
+	var files []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") && e.Name() != trace.ManifestFile {
+			files = append(files, e.Name())
+		}
+	}
+	for _, table := range trace.TableFiles {
+		if slices.Contains(files, table) { // a v1 run's single file
+			continue
+		}
+		paths, err := trace.TablePaths(dir, table)
+		if errors.Is(err, fs.ErrNotExist) { // a table older runs lack
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("upload: %w", err)
+		}
+		for _, p := range paths {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return nil, fmt.Errorf("upload: %w", err)
+			}
+			files = append(files, filepath.ToSlash(rel))
+		}
 	}
 	sort.Strings(files)
 	return append(files, trace.ManifestFile), nil
