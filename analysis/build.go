@@ -189,6 +189,12 @@ func (b *builder) windows() {
 	b.r.RunStart, b.r.RunEnd = b.runBounds()
 	b.r.Rx = b.direction("rx", &b.rx, &b.traffic.appRx, trace.RoleReceiver)
 	b.r.Tx = b.direction("tx", &b.tx, &b.traffic.appTx, trace.RoleSender)
+	if b.rx.chosen {
+		b.r.Rx.IfaceBytes = fptr(b.rx.allBytes)
+	}
+	if b.tx.chosen {
+		b.r.Tx.IfaceBytes = fptr(b.tx.allBytes)
+	}
 	b.r.Primary, b.r.PrimaryDir = nil, ""
 	for _, c := range []struct {
 		d       *Direction

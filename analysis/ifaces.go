@@ -29,6 +29,9 @@ type ifaceSide struct {
 	// noL2: the interface is a TUN device (no Ethernet header or framing);
 	// loopback: it is lo (Ethernet header in the skb, no framing).
 	noL2, loopback bool
+	// allBytes is the chosen interface's netlink bytes in this direction
+	// over every row (Direction.IfaceBytes).
+	allBytes uint64
 }
 
 // dirCols are one direction's columns of an ifaces row.
@@ -98,6 +101,7 @@ func (b *builder) scanIfaces(src source[trace.IfaceRow]) error {
 	}
 	b.rx.key, b.rx.chosen = b.pickIface(totals, trace.RoleReceiver, 0)
 	b.tx.key, b.tx.chosen = b.pickIface(totals, trace.RoleSender, 1)
+	b.rx.allBytes, b.tx.allBytes = totals[b.rx.key][0], totals[b.tx.key][1]
 	b.rx.noL2, b.tx.noL2 = b.isTUN(b.rx.key), b.isTUN(b.tx.key)
 	b.rx.loopback, b.tx.loopback = b.isLoopback(b.rx.key), b.isLoopback(b.tx.key)
 	return scanTable(b, trace.IfacesFile, src, func(rows []trace.IfaceRow) error {

@@ -56,6 +56,11 @@ type Direction struct {
 	// Rates holds application, interface (netlink), interface (bpf) and
 	// wire estimate, in that order.
 	Rates []Rate
+	// IfaceBytes is the interface's netlink byte counter (rx_bytes or
+	// tx_bytes) summed over every ifaces row of the trace, warm-up and
+	// cool-down included: all it received or sent during the run, L2
+	// headers included. nil when no interface was chosen.
+	IfaceBytes *uint64
 	// Gap compares application and wire bytes; nil when either is missing.
 	Gap *HeaderGap
 }

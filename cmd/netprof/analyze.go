@@ -15,20 +15,22 @@ import (
 	"github.com/netprof/netprof/analysis/htmlreport"
 	"github.com/netprof/netprof/cmd/netprof/internal/bench"
 	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic/blob"
 )
 
 func analyzeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "analyze",
 		Usage:     "print the report of a recorded run from its files alone (no kernel needed)",
-		ArgsUsage: "RUN_DIR | --compare RUN_A RUN_B [...]",
+		ArgsUsage: "RUN_DIR | --compare RUN_A RUN_B [...] | --fleet DIR|CONTAINER_URL [...]",
 		Description: "Reads manifest.json and the Parquet tables of RUN_DIR and prints throughput per direction\n" +
 			"(peak / active window / steady state / whole run; application, interface, wire estimate),\n" +
 			"per-CPU softirq load, RTT per flow and peer, BDP, retransmits and verdicts with their evidence.\n" +
 			"Flags go before the run directories. Examples:\n" +
 			"  netprof analyze --link-speed 100Gbit --target 80Gbit runs/20261130T090000Z\n" +
 			"  netprof analyze --html report.html runs/20261130T090000Z\n" +
-			"  netprof analyze --compare runs/streams4 runs/streams8 runs/streams16",
+			"  netprof analyze --compare runs/streams4 runs/streams8 runs/streams16\n" +
+			"  netprof analyze --fleet --egress-price 0.087USD runs/ https://acct.blob.core.windows.net/traces/netprof",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (decimal units, units in keys)", EnvVars: []string{"NETPROF_JSON"}},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report with plots to `FILE`", EnvVars: []string{"NETPROF_HTML"}},
@@ -37,6 +39,11 @@ func analyzeCommand() *cli.Command {
 			&cli.StringFlag{Name: "target", Usage: "target rate for the streams-needed figure, with a unit, e.g. 80Gbit (default: rated speed)", EnvVars: []string{"NETPROF_TARGET"}},
 			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule; overrides bench --expect-rtt)", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 			&cli.BoolFlag{Name: "compare", Usage: "line up several runs (e.g. a sweep) instead of reporting one", EnvVars: []string{"NETPROF_COMPARE"}},
+			&cli.BoolFlag{Name: "fleet", Usage: "one row per run (host, start, peak / steady / whole run, hot core, RTT floor, retransmits, bytes, verdicts) " +
+				"for every run directory under each argument: run directories, trees of them (e.g. the host=/date=/run= layout of --upload), " +
+				"or a container URL [/prefix] of such a tree (downloaded to a temporary directory; credentials as for `blob`)", EnvVars: []string{"NETPROF_FLEET"}},
+			&cli.StringFlag{Name: "egress-price", Usage: "with --fleet: price per decimal GB (10^9 bytes) sent, with its currency, e.g. 0.087USD: each run's and the total egress cost", EnvVars: []string{"NETPROF_EGRESS_PRICE"}},
+			&cli.StringFlag{Name: "auth", Value: string(blob.AuthAuto), Usage: "with --fleet CONTAINER_URL: auto, shared-key, sas, entra or anonymous", EnvVars: []string{"NETPROF_AUTH"}},
 		},
 		Action: analyzeAction,
 	}
@@ -48,12 +55,24 @@ type analyzeConfig struct {
 	JSON    bool
 	HTML    string
 	Compare bool
+	Fleet   bool
+	Price   *analysis.EgressPrice
+	Auth    blob.AuthMode
 	Options analysis.Options
 }
 
 // Validate checks the run count against the mode.
 func (c analyzeConfig) Validate() error {
 	switch {
+	case c.Fleet && c.Compare:
+		return errors.New("--fleet and --compare are two different tables: give one")
+	case c.Fleet && c.HTML != "":
+		return errors.New("--html writes one run's report; it does not combine with --fleet")
+	case c.Fleet && len(c.Runs) == 0:
+		return errors.New("--fleet needs run directories, trees of them or container URLs; flags go before them")
+	case c.Fleet:
+	case c.Price != nil:
+		return errors.New("--egress-price goes with --fleet")
 	case c.Compare && len(c.Runs) < 2:
 		return fmt.Errorf("--compare needs at least two run directories (got %d); flags go before them", len(c.Runs))
 	case !c.Compare && len(c.Runs) != 1:
@@ -65,8 +84,16 @@ func (c analyzeConfig) Validate() error {
 }
 
 func analyzeFlags(c *cli.Context) (analyzeConfig, error) {
-	cfg := analyzeConfig{Runs: c.Args().Slice(), JSON: c.Bool("json"), HTML: c.String("html"), Compare: c.Bool("compare")}
+	cfg := analyzeConfig{Runs: c.Args().Slice(), JSON: c.Bool("json"), HTML: c.String("html"), Compare: c.Bool("compare"),
+		Fleet: c.Bool("fleet"), Auth: blob.AuthMode(c.String("auth"))}
 	var err error
+	if s := c.String("egress-price"); s != "" {
+		p, err := analysis.ParseEgressPrice(s)
+		if err != nil {
+			return cfg, fmt.Errorf("--egress-price: %w", err)
+		}
+		cfg.Price = &p
+	}
 	if cfg.Options.Units, err = analysis.ParseUnits(c.String("units")); err != nil {
 		return cfg, fmt.Errorf("--units: %w", err)
 	}
@@ -98,6 +125,9 @@ func analyzeAction(c *cli.Context) error {
 	}
 	if cfg.Compare {
 		return compareRuns(c.App.Writer, cfg)
+	}
+	if cfg.Fleet {
+		return fleetAnalyze(c.Context, c.App.Writer, cfg, os.Getenv)
 	}
 	rep, err := analyzeRun(cfg.Runs[0], cfg.Options)
 	if err != nil {

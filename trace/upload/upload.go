@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -157,4 +158,96 @@ func uploadFile(ctx context.Context, bb *blockblob.Client, p string) error {
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &ct},
 	})
 	return err
+}
+
+// Download copies the runs stored under prefix in the container (the
+// layout Upload writes, or any tree whose run directories hold
+// manifest.json) into dst, keeping the blob names below prefix as paths,
+// and returns the local run directories. Only a run's manifest.json and its
+// .parquet files are copied, and only for runs whose manifest is there;
+// blob names that would leave dst are refused. Up to 8 blobs download at
+// once.
+func Download(ctx context.Context, cc *container.Client, prefix, dst string) ([]string, error) {
+	prefix = strings.Trim(prefix, "/")
+	listPrefix := prefix
+	if listPrefix != "" {
+		listPrefix += "/"
+	}
+	var names []string
+	runs := map[string]bool{} // run directory (blob path) -> has a manifest
+	pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &listPrefix})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", listPrefix, err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			if it.Name == nil {
+				continue
+			}
+			rel := strings.TrimPrefix(*it.Name, listPrefix)
+			if !filepath.IsLocal(filepath.FromSlash(rel)) {
+				return nil, fmt.Errorf("blob %q: name leaves the download directory", *it.Name)
+			}
+			if path.Base(rel) == trace.ManifestFile {
+				runs[path.Dir(rel)] = true
+			}
+			if strings.HasSuffix(rel, ".parquet") || path.Base(rel) == trace.ManifestFile {
+				names = append(names, rel)
+			}
+		}
+	}
+	var want []string
+	for _, n := range names {
+		if runOf(n, runs) != "" {
+			want = append(want, n)
+		}
+	}
+	g := make(chan struct{}, 8)
+	errs := make([]error, len(want))
+	var wg sync.WaitGroup
+	for i, n := range want {
+		wg.Add(1)
+		g <- struct{}{}
+		go func() {
+			defer func() { <-g; wg.Done() }()
+			errs[i] = downloadFile(ctx, cc.NewBlobClient(path.Join(prefix, n)), filepath.Join(dst, filepath.FromSlash(n)))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("download: %w", err)
+	}
+	out := make([]string, 0, len(runs))
+	for r := range runs {
+		out = append(out, filepath.Join(dst, filepath.FromSlash(r)))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// runOf returns the run directory (a key of runs) name lies in: the run
+// itself (manifest.json), or its parent or grandparent (v1 tables, v2
+// parts); "" when none.
+func runOf(name string, runs map[string]bool) string {
+	d := path.Dir(name)
+	for range 2 {
+		if runs[d] {
+			return d
+		}
+		d = path.Dir(d)
+	}
+	return ""
+}
+
+func downloadFile(ctx context.Context, bc *blob.Client, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = bc.DownloadFile(ctx, f, nil)
+	return errors.Join(err, f.Close())
 }

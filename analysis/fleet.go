@@ -1,0 +1,269 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// FleetRow is one run of a fleet table: who ran what, when, and the
+// report's headline figures. Rates are bit/s; a nil pointer is a figure the
+// run does not give.
+type FleetRow struct {
+	// Run names the run directory (relative to the root it was found
+	// under); Err is set, and every figure nil, when it could not be read.
+	Run string `json:"run"`
+	Err string `json:"error,omitempty"`
+
+	Host    string    `json:"host"`
+	Start   time.Time `json:"start"`
+	Seconds float64   `json:"duration_s"`
+	Status  string    `json:"status"`
+	// Command and Streams come from the manifest's config.
+	Command string `json:"command"`
+	Streams int64  `json:"streams"`
+
+	// Counter names Primary (e.g. "rx application"); PeakBps, SteadyBps
+	// and WholeRunBps are its windows.
+	Counter     string   `json:"counter"`
+	PeakBps     *float64 `json:"peak_bps"`
+	SteadyBps   *float64 `json:"steady_bps"`
+	WholeRunBps *float64 `json:"whole_run_bps"`
+
+	// BusiestCPU and BusiestShare (0..1) are the hot core over CPUWindow;
+	// HotSource says what the share counts (NET_RX or every softirq).
+	BusiestCPU   *int     `json:"busiest_cpu"`
+	BusiestShare *float64 `json:"busiest_cpu_share"`
+	HotSource    string   `json:"busiest_cpu_counts,omitempty"`
+	CPUWindow    string   `json:"cpu_window,omitempty"`
+
+	// RTTFloorUs is the lowest RTT seen (RTTSummary.FloorUs), µs.
+	RTTFloorUs *uint32 `json:"rtt_floor_us"`
+	// Retransmits are the sender's (Retx.Source), segments.
+	Retransmits *uint64 `json:"retransmits"`
+
+	// SentBytes and ReceivedBytes are what the run's sending and receiving
+	// interfaces counted over the whole run (netlink, every interval, L2
+	// headers included); nil when the run recorded no such interface.
+	// SentCounter and ReceivedCounter name it.
+	SentBytes       *uint64 `json:"sent_bytes"`
+	SentCounter     string  `json:"sent_counter,omitempty"`
+	ReceivedBytes   *uint64 `json:"received_bytes"`
+	ReceivedCounter string  `json:"received_counter,omitempty"`
+	// EgressCost is SentBytes / 10^9 × the egress price; nil without a
+	// price or sent bytes.
+	EgressCost *float64 `json:"egress_cost"`
+
+	// Verdicts are the rules that fired.
+	Verdicts []string `json:"verdicts"`
+}
+
+// EgressPrice is a price per decimal GB (10^9 bytes) sent.
+type EgressPrice struct {
+	PerGB    float64
+	Currency string
+}
+
+// ParseEgressPrice parses "0.087USD" or "0.087 EUR" (an amount per 10^9
+// bytes, then a currency code of letters).
+func ParseEgressPrice(s string) (EgressPrice, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "/GB"), "/gb")
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i <= 0 {
+		return EgressPrice{}, fmt.Errorf("egress price %q: want an amount per GB and a currency, e.g. 0.087USD", s)
+	}
+	var p EgressPrice
+	if _, err := fmt.Sscan(s[:i], &p.PerGB); err != nil || p.PerGB < 0 || math.IsInf(p.PerGB, 0) {
+		return EgressPrice{}, fmt.Errorf("egress price %q: amount: want a number >= 0", s)
+	}
+	p.Currency = strings.ToUpper(strings.TrimSpace(s[i:]))
+	if p.Currency == "" || strings.IndexFunc(p.Currency, func(r rune) bool { return r < 'A' || r > 'Z' }) >= 0 {
+		return EgressPrice{}, fmt.Errorf("egress price %q: currency: want letters, e.g. USD", s)
+	}
+	return p, nil
+}
+
+// FleetRowOf condenses a report into its fleet row; price may be nil.
+func FleetRowOf(run string, r *Report, price *EgressPrice) FleetRow {
+	m := r.Manifest
+	row := FleetRow{Run: run, Host: m.Host, Start: r.RunStart, Status: m.Status,
+		Command: configString(m.Config, "command"), Streams: ConfigInt(m.Config, "streams"),
+		Verdicts: r.FiredVerdicts()}
+	if row.Verdicts == nil {
+		row.Verdicts = []string{}
+	}
+	if !r.RunStart.IsZero() && r.RunEnd.After(r.RunStart) {
+		row.Seconds = r.RunEnd.Sub(r.RunStart).Seconds()
+	}
+	if p := r.Primary; p != nil && p.W != nil {
+		row.Counter = r.PrimaryDir + " " + p.Counter
+		row.PeakBps, row.WholeRunBps = fptr(p.W.PeakBps), fptr(p.W.WholeRunBps)
+		if p.W.HasActive() {
+			row.SteadyBps = fptr(p.W.SteadyBps)
+		}
+	}
+	for _, c := range r.CPUs {
+		if c.CPU == r.BusiestCPU {
+			row.BusiestCPU, row.BusiestShare = fptr(c.CPU), fptr(r.HotShare(c))
+			row.HotSource, row.CPUWindow = r.HotSource, r.CPUWindow
+		}
+	}
+	if r.RTT != nil && r.RTT.FloorUs() > 0 {
+		row.RTTFloorUs = fptr(r.RTT.FloorUs())
+	}
+	if r.Retx.Source != "" {
+		row.Retransmits = fptr(r.Retx.Segments)
+	}
+	row.SentBytes, row.SentCounter = directionBytes(&r.Tx)
+	row.ReceivedBytes, row.ReceivedCounter = directionBytes(&r.Rx)
+	if price != nil && row.SentBytes != nil {
+		row.EgressCost = fptr(float64(*row.SentBytes) / 1e9 * price.PerGB)
+	}
+	return row
+}
+
+// directionBytes returns what a direction's interface counted over the
+// whole run (Direction.IfaceBytes); nil when the run recorded no interface
+// for it (a two-machine run's other end: not this host's bytes).
+func directionBytes(d *Direction) (*uint64, string) {
+	if d.IfaceBytes == nil {
+		return nil, ""
+	}
+	return d.IfaceBytes, "interface " + d.Iface + " (netlink, every interval)"
+}
+
+func fptr[T any](v T) *T { return &v }
+
+// Fleet is a table of runs, oldest first, and their totals.
+type Fleet struct {
+	Rows  []FleetRow
+	Price *EgressPrice
+	Units Units
+}
+
+// FleetJSON is the fleet as --json prints it.
+type FleetJSON struct {
+	Runs   []FleetRow  `json:"runs"`
+	Totals FleetTotals `json:"totals"`
+}
+
+// FleetTotals adds the runs up (runs that could not be read count in
+// Failed only).
+type FleetTotals struct {
+	Runs          int      `json:"runs"`
+	Failed        int      `json:"failed"`
+	SentBytes     uint64   `json:"sent_bytes"`
+	ReceivedBytes uint64   `json:"received_bytes"`
+	EgressCost    *float64 `json:"egress_cost"`
+	// PricePerGB and Currency are the price given (per 10^9 bytes sent).
+	PricePerGB *float64 `json:"egress_price_per_gb"`
+	Currency   string   `json:"currency,omitempty"`
+}
+
+// NewFleet sorts rows by start (then run name).
+func NewFleet(rows []FleetRow, price *EgressPrice, u Units) *Fleet {
+	sort.SliceStable(rows, func(i, j int) bool {
+		if !rows[i].Start.Equal(rows[j].Start) {
+			return rows[i].Start.Before(rows[j].Start)
+		}
+		return rows[i].Run < rows[j].Run
+	})
+	return &Fleet{Rows: rows, Price: price, Units: u}
+}
+
+// Totals adds the rows up.
+func (f *Fleet) Totals() FleetTotals {
+	t := FleetTotals{Runs: len(f.Rows)}
+	var cost float64
+	for _, r := range f.Rows {
+		if r.Err != "" {
+			t.Failed++
+			continue
+		}
+		if r.SentBytes != nil {
+			t.SentBytes += *r.SentBytes
+		}
+		if r.ReceivedBytes != nil {
+			t.ReceivedBytes += *r.ReceivedBytes
+		}
+		if r.EgressCost != nil {
+			cost += *r.EgressCost
+		}
+	}
+	if f.Price != nil {
+		t.EgressCost, t.PricePerGB, t.Currency = fptr(cost), fptr(f.Price.PerGB), f.Price.Currency
+	}
+	return t
+}
+
+// JSON returns the fleet for --json.
+func (f *Fleet) JSON() FleetJSON { return FleetJSON{Runs: f.Rows, Totals: f.Totals()} }
+
+// WriteText prints one line per run and the totals.
+func (f *Fleet) WriteText(w io.Writer) error {
+	u := f.Units
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	cost := ""
+	if f.Price != nil {
+		cost = "\tegress " + f.Price.Currency
+	}
+	fmt.Fprintf(tw, "run\thost\tstart (UTC)\ts\tpeak\tsteady\twhole\thot core\tRTT floor\tretx\tsent\treceived%s\tverdict\n", cost)
+	for _, r := range f.Rows {
+		if r.Err != "" {
+			fmt.Fprintf(tw, "%s\terror: %s\n", r.Run, r.Err)
+			continue
+		}
+		c := ""
+		if f.Price != nil {
+			c = "\t" + fleetOpt(r.EgressCost, func(v float64) string { return fmt.Sprintf("%.4f", v) })
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n",
+			r.Run, r.Host, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Seconds,
+			optRate(u, r.PeakBps), optRate(u, r.SteadyBps), optRate(u, r.WholeRunBps), hotText(r),
+			fleetOpt(r.RTTFloorUs, func(v uint32) string { return fmt.Sprint(v, " µs") }), fleetOpt(r.Retransmits, func(v uint64) string { return fmt.Sprint(v) }), optBytes(u, r.SentBytes), optBytes(u, r.ReceivedBytes),
+			c, strings.Join(r.Verdicts, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	t := f.Totals()
+	fmt.Fprintf(w, "\n%d runs (%d unreadable); rates in %s of each run's primary counter (peak interval, steady-state median, whole run); "+
+		"hot core = busiest CPU's softirq share over the CPU window; sent/received = the sending/receiving interface's bytes over every interval (netlink, L2 headers included)\n",
+		t.Runs, t.Failed, u.RateUnitLong())
+	fmt.Fprintf(w, "total sent %s, received %s", u.FormatBytes(float64(t.SentBytes)), u.FormatBytes(float64(t.ReceivedBytes)))
+	if t.EgressCost != nil {
+		fmt.Fprintf(w, "; egress cost %.2f %s (sent bytes / 10^9 × %g %s per GB)", *t.EgressCost, t.Currency, *t.PricePerGB, t.Currency)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+func hotText(r FleetRow) string {
+	if r.BusiestCPU == nil || r.BusiestShare == nil {
+		return "n/a"
+	}
+	what := "NET_RX"
+	if r.HotSource == HotAllSoftirq {
+		what = "softirq"
+	}
+	return fmt.Sprintf("cpu%d %.0f%% %s", *r.BusiestCPU, 100**r.BusiestShare, what)
+}
+
+func optRate(u Units, v *float64) string { return fleetOpt(v, u.FormatRate) }
+
+func optBytes(u Units, v *uint64) string {
+	return fleetOpt(v, func(b uint64) string { return u.FormatBytes(float64(b)) })
+}
+
+// fleetOpt formats *v, or "n/a" for nil.
+func fleetOpt[T any](v *T, f func(T) string) string {
+	if v == nil {
+		return "n/a"
+	}
+	return f(*v)
+}
