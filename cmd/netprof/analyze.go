@@ -38,6 +38,7 @@ func analyzeCommand() *cli.Command {
 			&cli.StringFlag{Name: "link-speed", Usage: "rated link speed with a unit, e.g. 10Gbit or 10000Mbit (overrides the manifest, including bench --link-speed)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 			&cli.StringFlag{Name: "target", Usage: "target rate for the streams-needed figure, with a unit, e.g. 80Gbit (default: rated speed)", EnvVars: []string{"NETPROF_TARGET"}},
 			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule; overrides bench --expect-rtt)", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
+			&cli.BoolFlag{Name: "full", Aliases: []string{"details"}, Usage: "print the whole report (per-CPU and per-flow tables, every verdict with evidence and thresholds, notes) instead of one screen", EnvVars: []string{"NETPROF_FULL"}},
 			&cli.BoolFlag{Name: "compare", Usage: "line up several runs (e.g. a sweep) instead of reporting one", EnvVars: []string{"NETPROF_COMPARE"}},
 			&cli.BoolFlag{Name: "fleet", Usage: "one row per run (host, start, peak / steady / whole run, hot core, RTT floor, retransmits, bytes, verdicts) " +
 				"for every run directory under each argument: run directories, trees of them (e.g. the host=/date=/run= layout of --upload), " +
@@ -207,6 +208,9 @@ func printReport(c *cli.Context, rep *analysis.Report) error {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep.JSON())
+	}
+	if !c.Bool("full") {
+		return rep.WriteSummary(c.App.Writer)
 	}
 	if err := rep.WriteText(c.App.Writer); err != nil {
 		return err

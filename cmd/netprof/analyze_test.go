@@ -26,9 +26,10 @@ func TestAnalyzeFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"analyze", "--html", html, "--link-speed", "100Gbit", "--target", "80Gbit", runA},
+		{[]string{"analyze", "--full", "--html", html, "--link-speed", "100Gbit", "--target", "80Gbit", runA},
 			[]string{"rated link speed  100.00 Gbit/s (--link-speed)", "80.00 Gbit/s (--target)", "verdicts"}},
-		{[]string{"analyze", "--units", "binary", runA}, []string{"Gibit/s = 2^30 bit/s", "GiB/s (2^30 byte/s)"}},
+		{[]string{"analyze", "--full", "--units", "binary", runA}, []string{"Gibit/s = 2^30 bit/s", "GiB/s (2^30 byte/s)"}},
+		{[]string{"analyze", "--units", "binary", runA}, []string{"throughput, Gibit/s = 2^30 bit/s", "ceiling: ", "hot core     cpu0"}},
 		{[]string{"analyze", "--compare", runA, runB}, []string{"netprof compare (2 runs", "rate-limiter signature",
 			"streams 4 -> 8 did not move throughput"}},
 		{[]string{"analyze", "--compare", "--json", runA, runB}, []string{`"flags": [`, `"streams": 8`}},

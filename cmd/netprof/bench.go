@@ -78,6 +78,7 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.StringFlag{Name: "pacing-rate", Usage: "SO_MAX_PACING_RATE per stream, paced by the kernel, e.g. 1Gbit (" + units.RateHelp + ")", EnvVars: []string{"NETPROF_PACING_RATE"}},
 		&cli.BoolFlag{Name: "ipv6", Usage: "IPv6 on the local test bed (2001:2::/64), or a peer name's IPv6 address", EnvVars: []string{"NETPROF_IPV6"}},
 		&cli.BoolFlag{Name: "quiet", Usage: "no live line per interval on stderr", EnvVars: []string{"NETPROF_QUIET"}},
+		&cli.BoolFlag{Name: "details", Aliases: []string{"full"}, Usage: "print the whole report (per-CPU and per-flow tables, every verdict with evidence and thresholds, notes, both ends' CPU) instead of one screen", EnvVars: []string{"NETPROF_DETAILS"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
 		&cli.StringFlag{Name: "probes", Value: "default", Usage: "probe groups to attach: default (" + strings.Join(probeset.Default, ",") +
 			": no per-packet hook; softirq per CPU from /proc/stat, every vector), deep or all (every group: exact NET_RX time, " +
@@ -170,6 +171,9 @@ func printBench(c *cli.Context, res *bench.Result, s *jsonstream.Stream) error {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(benchJSON{Report: res.Report.JSON(), Bench: res.Summary})
+	}
+	if !c.Bool("details") {
+		return res.Report.WriteSummary(c.App.Writer)
 	}
 	if err := res.Report.WriteText(c.App.Writer); err != nil {
 		return err

@@ -1,0 +1,296 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// SummaryWidth is the widest line WriteSummary prints, in characters.
+const SummaryWidth = 100
+
+// SummaryLines is the most lines WriteSummary prints.
+const SummaryLines = 40
+
+// WriteSummary writes the report's one screen (at most SummaryLines lines
+// of at most SummaryWidth characters): the answer first (the ceiling and
+// its evidence), then throughput (peak / steady state / whole run,
+// application and wire), the hot core (one figure, its window named), the
+// RTT floor, retransmits, what the probes cost and where the trace is.
+// WriteText has everything else.
+func (r *Report) WriteSummary(w io.Writer) error {
+	s := &summary{w: w, color: r.Color}
+	r.summaryHeader(s)
+	r.summaryVerdict(s)
+	r.summaryThroughput(s)
+	r.summaryFigures(s)
+	return s.flush()
+}
+
+// summary collects wrapped lines and writes them at most SummaryLines.
+type summary struct {
+	w     io.Writer
+	color bool
+	lines []string
+}
+
+// add appends prefix + text, the text wrapped at SummaryWidth with
+// continuation lines indented to the end of prefix.
+func (s *summary) add(prefix, text string) {
+	pad := strings.Repeat(" ", utf8.RuneCountInString(prefix))
+	for i, l := range wrapText(text, SummaryWidth-utf8.RuneCountInString(prefix)) {
+		if i == 0 {
+			s.lines = append(s.lines, prefix+l)
+		} else {
+			s.lines = append(s.lines, pad+l)
+		}
+	}
+}
+
+func (s *summary) flush() error {
+	lines := s.lines
+	if len(lines) > SummaryLines {
+		lines = append(lines[:SummaryLines-1], "... (netprof analyze --full for the rest)")
+	}
+	_, err := io.WriteString(s.w, strings.Join(lines, "\n")+"\n")
+	return err
+}
+
+// wrapText breaks text into lines of at most width characters at spaces
+// (a word longer than a line is cut).
+func wrapText(text string, width int) []string {
+	width = max(width, 20)
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			out = append(out, line)
+			line = word
+		}
+		for utf8.RuneCountInString(line) > width {
+			cut := []rune(line)
+			out = append(out, string(cut[:width]))
+			line = string(cut[width:])
+		}
+	}
+	return append(out, line)
+}
+
+func (r *Report) summaryHeader(s *summary) {
+	m := r.Manifest
+	parts := []string{"netprof " + orDash(configString(m.Config, "command"))}
+	if n := ConfigInt(m.Config, "streams"); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d streams", n))
+	}
+	if !r.RunStart.IsZero() && r.RunEnd.After(r.RunStart) {
+		parts = append(parts, fmt.Sprintf("%.1f s from %s UTC", r.RunEnd.Sub(r.RunStart).Seconds(),
+			r.RunStart.UTC().Format("2006-01-02 15:04:05")))
+	}
+	parts = append(parts, "host "+r.HostDesc(), "status "+orDash(m.Status))
+	s.add("", strings.Join(parts, " · "))
+	rated := na("unknown: give --link-speed")
+	if r.RatedBps > 0 {
+		rated = fmtRate(r.Units, r.RatedBps) + " (" + r.RatedSource + ")"
+	}
+	s.add("rated link speed ", rated)
+}
+
+// summaryVerdict prints the ceiling: the first fired rule (inconclusive
+// last), its one-line finding and first evidence, and the other rules
+// that fired.
+func (r *Report) summaryVerdict(s *summary) {
+	s.lines = append(s.lines, "")
+	var main *Verdict
+	var others []string
+	for i := range r.Verdicts {
+		v := &r.Verdicts[i]
+		if !v.Fired() {
+			continue
+		}
+		if main == nil || (main.Rule == RuleInconclusive && v.Rule != RuleInconclusive) {
+			if main != nil {
+				others = append(others, main.Rule)
+			}
+			main = v
+			continue
+		}
+		others = append(others, v.Rule)
+	}
+	if main == nil {
+		s.add("ceiling: ", "none of the rules could be evaluated")
+		return
+	}
+	name := main.Rule
+	if s.color {
+		name = "\x1b[1m" + name + "\x1b[0m"
+	}
+	s.add("ceiling: ", name+" — "+main.Summary)
+	if len(main.Evidence) > 0 && main.Rule != RuleInconclusive {
+		s.add("  evidence: ", main.Evidence[0])
+	}
+	if len(others) > 0 {
+		s.add("  also fired: ", strings.Join(others, ", "))
+	}
+}
+
+// summaryThroughput prints peak / steady / whole run of each direction's
+// application and wire (else interface) rate.
+func (r *Report) summaryThroughput(s *summary) {
+	u := r.Units
+	s.lines = append(s.lines, "")
+	rows := [][]string{{"throughput, " + u.RateUnitLong(), "peak", "steady", "whole run"}}
+	for _, d := range []*Direction{&r.Rx, &r.Tx} {
+		var app, link *Rate
+		for i := range d.Rates {
+			switch rt := &d.Rates[i]; rt.Counter {
+			case CounterApp:
+				app = rt
+			case CounterWire:
+				if rt.W != nil {
+					link = rt
+				}
+			case CounterNetlink:
+				if link == nil && rt.W != nil {
+					link = rt
+				}
+			}
+		}
+		for _, rt := range []*Rate{app, link} {
+			if rt == nil || rt.W == nil {
+				continue
+			}
+			label := d.Name + " " + rt.Label
+			if rt.Counter != CounterApp {
+				label = d.Name + " " + strings.TrimPrefix(strings.TrimPrefix(rt.Label, "interface "+d.Name+" "), "wire estimate "+d.Name+" ")
+				label = strings.Replace(label, d.Name+" (", d.Name+" "+strings.Fields(rt.Label)[0]+" (", 1)
+			}
+			steady := "n/a"
+			if rt.W.HasActive() {
+				steady = u.FormatRate(rt.W.SteadyBps)
+				if rt.W.SteadyApprox {
+					steady += "~"
+				}
+			}
+			rows = append(rows, []string{"  " + label, u.FormatRate(rt.W.PeakBps), steady, u.FormatRate(rt.W.WholeRunBps)})
+		}
+	}
+	if len(rows) == 1 {
+		s.add("throughput: ", "n/a (no traffic or interface rows)")
+		return
+	}
+	s.lines = append(s.lines, alignRows(rows, SummaryWidth)...)
+	if w := r.steady(); w != nil {
+		cv := "CV n/a"
+		if w.SteadyIntervals > 1 {
+			cv = "CV " + pct(w.SteadyCV)
+		}
+		s.add("  steady state: ", fmt.Sprintf("%s of %s (%s, %s); whole run: %.1f s", intervals(w.SteadyIntervals),
+			r.PrimaryDir+" "+r.Primary.Counter, r.steadyWindowText(w), cv, r.RunEnd.Sub(r.RunStart).Seconds()))
+	}
+}
+
+// steadyWindowText says how the steady state was chosen, briefly.
+func (r *Report) steadyWindowText(w *Windows) string {
+	if w.SteadyApprox {
+		return "approximate: run too short to drop ramp-up"
+	}
+	return "first and last active interval dropped"
+}
+
+// alignRows aligns cells in columns (first left, the rest right) and cuts
+// each line at width.
+func alignRows(rows [][]string, width int) []string {
+	var widths []int
+	for _, row := range rows {
+		for i, c := range row {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	// Shrink the first column so lines fit.
+	total := 0
+	for _, w := range widths {
+		total += w + 2
+	}
+	if over := total - 2 - width; over > 0 {
+		widths[0] = max(widths[0]-over, 10)
+	}
+	var out []string
+	for _, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			rc := []rune(c)
+			if len(rc) > widths[i] {
+				rc = append(rc[:widths[i]-1], '…')
+			}
+			c = string(rc)
+			padn := widths[i] - utf8.RuneCountInString(c)
+			if i == 0 {
+				b.WriteString(c + strings.Repeat(" ", padn))
+			} else {
+				b.WriteString("  " + strings.Repeat(" ", padn) + c)
+			}
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	return out
+}
+
+// summaryFigures prints the hot core, RTT floor, retransmits, probe cost
+// and the trace's location.
+func (r *Report) summaryFigures(s *summary) {
+	s.lines = append(s.lines, "")
+	s.add("hot core     ", r.hotCoreText())
+	s.add("RTT floor    ", r.rttFloorText())
+	s.add("retransmits  ", r.retxText())
+	s.add("probe cost   ", r.ProbeCostLine())
+	dir := orDash(r.Dir)
+	s.add("trace        ", dir)
+	s.add("details      ", fmt.Sprintf("netprof analyze --full DIR: per-CPU and per-flow tables, every verdict with its evidence and thresholds, %d notes", len(r.Notes)))
+}
+
+func (r *Report) hotCoreText() string {
+	for _, c := range r.CPUs {
+		if c.CPU != r.BusiestCPU {
+			continue
+		}
+		what := "NET_RX softirq time (BPF)"
+		if r.HotSource == HotAllSoftirq {
+			what = "softirq time of every vector (/proc/stat, tick-sampled)"
+		}
+		return fmt.Sprintf("cpu%d: %s %s over the %s (%s; %d CPUs online)", c.CPU, pct(r.HotShare(c)), what,
+			orDash(r.CPUWindow), intervals(r.CPUIntervals), len(r.CPUs))
+	}
+	return na(r.reason(figCPU, "no cpus rows"))
+}
+
+func (r *Report) rttFloorText() string {
+	if r.RTT == nil || r.RTT.FloorUs() == 0 {
+		return na(r.reason(figRTT, "no RTT samples"))
+	}
+	src := "tcp_probe samples, all flows"
+	if r.RTT.FromIterator {
+		src = "socket iterator's last RTT per flow-interval"
+	}
+	return fmt.Sprintf("%d µs (%s, whole run); p50 %d µs", r.RTT.FloorUs(), src, r.RTT.P50Us)
+}
+
+func (r *Report) retxText() string {
+	x := r.Retx
+	if x.Source == "" {
+		return na(r.reason(figSndRetx, "not recorded"))
+	}
+	s := fmt.Sprintf("%d segments sent again (%s, whole run)", x.Segments, x.Source)
+	if x.SentBytes > 0 {
+		s += fmt.Sprintf("; %.1f per GB sent", x.PerGB)
+	}
+	return s
+}

@@ -1,0 +1,72 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/netprof/netprof/analysis/analysistest"
+)
+
+// The one-screen report fits 40 lines of 100 columns whatever the run
+// (many CPUs, long names, binary units, nothing measured), answers first
+// with the rule that fired, and gives one hot-core figure: the report's.
+func TestSummaryOneScreen(t *testing.T) {
+	hot := func(_, c int) float64 {
+		if c == 5 {
+			return 0.97
+		}
+		return 0.05
+	}
+	for name, c := range map[string]struct {
+		s    analysistest.Scenario
+		opts Options
+		rule string
+	}{
+		"default":     {analysistest.Scenario{}, Options{}, RuleInconclusive},
+		"softirq 64":  {analysistest.Scenario{CPUs: 64, PossibleCPUs: 240, Softirq: hot, RateBps: flat(9e9)}, Options{}, RuleSoftirq},
+		"wire binary": {analysistest.Scenario{RatedMbps: 10000, RateBps: flat(9.3e9)}, Options{Units: Binary}, RuleWire},
+		"retransmits": {analysistest.Scenario{RetxFraction: 0.01, Streams: 64}, Options{}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := scen(t, c.s, c.opts)
+			r.Dir = "/var/lib/netprof/runs/" + strings.Repeat("a-very-long-run-directory-name-", 4)
+			var b strings.Builder
+			if err := r.WriteSummary(&b); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) > SummaryLines {
+				t.Errorf("%d lines, want at most %d:\n%s", len(lines), SummaryLines, out)
+			}
+			for i, l := range lines {
+				if n := utf8.RuneCountInString(l); n > SummaryWidth {
+					t.Errorf("line %d has %d columns: %q", i+1, n, l)
+				}
+			}
+			var ceiling string
+			for _, l := range lines {
+				if strings.HasPrefix(l, "ceiling: ") {
+					ceiling = l
+					break
+				}
+			}
+			if ceiling == "" || (c.rule != "" && !strings.HasPrefix(ceiling, "ceiling: "+c.rule+" — ")) {
+				t.Errorf("ceiling line %q, want %q first:\n%s", ceiling, c.rule, out)
+			}
+			for _, cs := range r.CPUs {
+				if cs.CPU == r.BusiestCPU {
+					want := fmt.Sprintf("hot core     cpu%d: %s ", cs.CPU, pct(r.HotShare(cs)))
+					if !strings.Contains(out, want) || strings.Count(out, "hot core") != 1 {
+						t.Errorf("hot core: want one line starting %q:\n%s", want, out)
+					}
+				}
+			}
+			if strings.Count(out, "throughput, ") != 1 || !strings.Contains(out, r.Units.RateUnitLong()) {
+				t.Errorf("throughput table missing or not in %s:\n%s", r.Units.RateUnitLong(), out)
+			}
+		})
+	}
+}
