@@ -31,6 +31,11 @@ type flowState struct {
 	acked, received, dataSegs   uint64
 	steadyAcked, steadyReceived uint64
 	tcpBytes                    bool
+	// chrono sums the kernel's sending-time accounting over the steady
+	// state (tcp_busy_us, tcp_rwnd_limited_us, tcp_sndbuf_limited_us);
+	// hasChrono: a steady row had it.
+	chrono    [3]uint64
+	hasChrono bool
 	steadyNs, winNs             int64
 	winSum, winBytes            float64
 	lastSteady                  int64 // end (Unix ns) of the last steady interval counted
@@ -183,6 +188,12 @@ func (f *flowState) steadyRow(fb *flowBatch, i int) {
 	if fb.has64(optAcked, i) && fb.has64(optReceived, i) {
 		f.steadyAcked += fb.opt64[optAcked][i]
 		f.steadyReceived += fb.opt64[optReceived][i]
+	}
+	if fb.has64(optBusy, i) && fb.has64(optRwnd, i) && fb.has64(optSndbuf, i) {
+		f.hasChrono = true
+		for k, c := range []int{optBusy, optRwnd, optSndbuf} {
+			f.chrono[k] += fb.opt64[c][i]
+		}
 	}
 	iv := fb.ivNs[i]
 	if end := fb.end[i]; end != f.lastSteady {

@@ -27,6 +27,9 @@ const (
 	optAcked = iota
 	optReceived
 	optDataSegsOut
+	optBusy   // tcp_busy_us
+	optRwnd   // tcp_rwnd_limited_us
+	optSndbuf // tcp_sndbuf_limited_us
 	numOpt64
 )
 
@@ -48,6 +51,8 @@ var flowColumns = []trace.Column{
 	{Name: "tcp_last_rtt_us", Kind: trace.Uint32Col},
 	{Name: "tcp_bytes_acked", Kind: trace.Uint64Col}, {Name: "tcp_bytes_received", Kind: trace.Uint64Col},
 	{Name: "tcp_data_segs_out", Kind: trace.Uint64Col},
+	{Name: "tcp_busy_us", Kind: trace.Uint64Col}, {Name: "tcp_rwnd_limited_us", Kind: trace.Uint64Col},
+	{Name: "tcp_sndbuf_limited_us", Kind: trace.Uint64Col},
 }
 
 // flowBatch is flows rows column by column: what flowAcc reads, whether
@@ -164,7 +169,7 @@ func fromRows(rows []trace.FlowRow, intern func(string) uint32, str func(uint32)
 				fb.opt[k][i], fb.optOK[k][i] = *p, true
 			}
 		}
-		for k, p := range []*uint64{x.TCPBytesAcked, x.TCPBytesReceived, x.TCPDataSegsOut} {
+		for k, p := range []*uint64{x.TCPBytesAcked, x.TCPBytesReceived, x.TCPDataSegsOut, x.TCPBusyUs, x.TCPRwndLimitedUs, x.TCPSndbufLimitedUs} {
 			if p != nil {
 				fb.opt64[k][i], fb.opt64OK[k][i] = *p, true
 			}

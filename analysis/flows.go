@@ -62,6 +62,38 @@ type FlowSummary struct {
 	Cwnd, MSS, SrttUs uint32
 	// RTT is the flow's RTT; nil without samples.
 	RTT *RTTSummary
+	// Chrono is the kernel's own account of the flow's sending time over
+	// the steady state (socket iterator: tcp_busy_us, tcp_rwnd_limited_us,
+	// tcp_sndbuf_limited_us); nil without those columns there.
+	Chrono *Chrono
+}
+
+// Chrono is TCP's chrono accounting (tcp_info busy_time, rwnd_limited,
+// sndbuf_limited): while a socket has data to send, its time is in exactly
+// one of three states.
+type Chrono struct {
+	// BusyUs: sending, limited by neither window nor buffer (cwnd,
+	// pacing, the application's writes); RwndLimitedUs: stopped by the
+	// receiver's advertised window; SndbufLimitedUs: stopped by its own
+	// send buffer (SO_SNDBUF / tcp_wmem). All µs.
+	BusyUs, RwndLimitedUs, SndbufLimitedUs uint64
+}
+
+// SendingUs is the time the socket had data to send.
+func (c Chrono) SendingUs() uint64 { return c.BusyUs + c.RwndLimitedUs + c.SndbufLimitedUs }
+
+// RwndShare and SndbufShare are the shares of SendingUs limited by the
+// receiver's window and by the send buffer (0 when SendingUs is 0).
+func (c Chrono) RwndShare() float64 { return share(c.RwndLimitedUs, c.SendingUs()) }
+
+// SndbufShare: see RwndShare.
+func (c Chrono) SndbufShare() float64 { return share(c.SndbufLimitedUs, c.SendingUs()) }
+
+func share(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 // WindowRatio returns SteadyBps / WindowBps, or 0 when either is unknown.
@@ -182,6 +214,9 @@ func (f *flowState) summary(endpoints map[string]bool) FlowSummary {
 			bytes = f.steadyTx
 		}
 		s.SteadyBps = float64(bytes) * 8 / time.Duration(f.steadyNs).Seconds()
+	}
+	if f.hasChrono {
+		s.Chrono = &Chrono{BusyUs: f.chrono[0], RwndLimitedUs: f.chrono[1], SndbufLimitedUs: f.chrono[2]}
 	}
 	if f.winNs > 0 {
 		s.WindowBps = f.winSum / float64(f.winNs)

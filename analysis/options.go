@@ -61,6 +61,12 @@ type Thresholds struct {
 	// (BDP.SocketWindow), which the kernel doubles for its overhead: up to
 	// ~2x the buffer can be in flight.
 	WindowRatioMax float64
+	// ChronoLimited: the sending flows are window-limited when, in the
+	// kernel's chrono accounting over the steady state, the receiver's
+	// window (tcp_rwnd_limited_us) or their send buffer
+	// (tcp_sndbuf_limited_us) held them for at least this share of their
+	// sending time (0.50).
+	ChronoLimited float64
 	// RatedExcess: a steady state (wire estimate, else interface) above
 	// (1 + this) × the rated speed cannot be: the rated speed looks too
 	// low (a wrong --link-speed), and wire-bound and the report say so
@@ -101,7 +107,7 @@ func DefaultThresholds() Thresholds {
 		SoftirqShare: 0.90, NapiExhausted: 0.50, WireFraction: 0.90, RatedExcess: 0.03, FlatCV: 0.05,
 		RetxHigh: 0.005, WindowRatio: 0.80, WindowRatioMax: 1.3, WindowFlows: 0.50, AppLimitedRatio: 0.50,
 		HairpinExpectRTT: 150 * time.Microsecond, HairpinFactor: 2, MinRTTSamples: 10,
-		CompareFlat: 0.05, CompareRetxFactor: 2, HostBusy: 0.90,
+		CompareFlat: 0.05, CompareRetxFactor: 2, HostBusy: 0.90, ChronoLimited: 0.50,
 	}
 }
 
@@ -127,6 +133,7 @@ func (t Thresholds) withDefaults() Thresholds {
 	fill(&t.CompareFlat, d.CompareFlat)
 	fill(&t.CompareRetxFactor, d.CompareRetxFactor)
 	fill(&t.HostBusy, d.HostBusy)
+	fill(&t.ChronoLimited, d.ChronoLimited)
 	if t.HairpinExpectRTT == 0 {
 		t.HairpinExpectRTT = d.HairpinExpectRTT
 	}

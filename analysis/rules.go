@@ -270,6 +270,8 @@ func ruleWindow(f *facts, wire bool) Verdict {
 		"host CPUs < " + pct(th.HostBusy) + " busy (/proc/stat, " + orDash(r.CPUWindow) + "), unless the flow is held by " +
 			"the --window socket buffer: a CPU-bound sender's snd_cwnd follows what it sends",
 		"for >= " + pct(th.WindowFlows) + " of sending flows; not wire-bound",
+		"or, from the kernel's chrono accounting (socket iterator), the receiver's window (tcp_rwnd_limited_us) or the " +
+			"send buffer (tcp_sndbuf_limited_us) held the sending flows >= " + pct(th.ChronoLimited) + " of their sending time",
 	}}
 	if len(f.send) == 0 {
 		v.Status, v.Summary = Skipped, noSendingFlow(r)
@@ -300,10 +302,24 @@ func ruleWindow(f *facts, wire bool) Verdict {
 	if f.cpuBound {
 		v.Evidence = append(v.Evidence, hostCPUEvidence(r))
 	}
+	ch, nch := sendingChrono(f.send)
+	if nch > 0 {
+		v.Evidence = append(v.Evidence, fmt.Sprintf("kernel chrono, %d of %d sending flows, steady state: of %.3f s with data to send, "+
+			"%s limited by the receiver's window (tcp_rwnd_limited_us), %s by the send buffer (tcp_sndbuf_limited_us), "+
+			"%s neither (tcp_busy_us: cwnd, pacing or the application)", nch, len(f.send), float64(ch.SendingUs())/1e6,
+			pct(ch.RwndShare()), pct(ch.SndbufShare()), pct(share(ch.BusyUs, ch.SendingUs()))))
+	}
 	v.Evidence = append(v.Evidence, bdpEvidence(r)...)
 	switch {
 	case wire:
 		v.Status, v.Summary = NotFired, "the link is at its rated speed"
+	case nch > 0 && ch.RwndShare() >= th.ChronoLimited && ch.RwndShare() >= ch.SndbufShare():
+		v.Status, v.Summary = Fired, fmt.Sprintf("the receiver's window held the streams %s of their sending time (kernel chrono): "+
+			"raise the receiver's buffer (tcp_rmem, or --window on the receiving end), make it read faster, or run more streams",
+			pct(ch.RwndShare()))
+	case nch > 0 && ch.SndbufShare() >= th.ChronoLimited:
+		v.Status, v.Summary = Fired, fmt.Sprintf("the streams' own send buffer held them %s of their sending time (kernel chrono): "+
+			"raise tcp_wmem or --window (the send buffer), or run more streams", pct(ch.SndbufShare()))
 	case float64(n) >= th.WindowFlows*float64(len(f.send)):
 		raise := "the window (tcp_wmem/tcp_rmem)"
 		if d.SocketWindow > 0 {
@@ -466,12 +482,13 @@ func ruleHairpin(f *facts) Verdict {
 
 // ruleSender: sending flows use at most AppLimitedRatio of their window,
 // with no saturated core, link, retransmits or rate limiter to blame.
-func ruleSender(f *facts, wire, limiter bool) Verdict {
+func ruleSender(f *facts, wire, limiter, windowLimited bool) Verdict {
 	th, r := f.th, f.r
 	v := Verdict{Rule: RuleSender, Thresholds: []string{
 		"median sending flow at <= " + pct(th.AppLimitedRatio) + " of window / srtt (window as in window/BDP-limited)",
 		"no CPU at >= " + pct(th.SoftirqShare) + " NET_RX softirq, not wire-bound, retransmits < " + pct(th.RetxHigh),
 		"host CPUs >= " + pct(th.HostBusy) + " busy (/proc/stat, all CPUs, " + orDash(r.CPUWindow) + "): the sender is CPU-bound",
+		"not window-limited (that rule did not fire)",
 	}}
 	if len(f.send) == 0 {
 		v.Status, v.Summary = Skipped, noSendingFlow(r)
@@ -492,14 +509,23 @@ func ruleSender(f *facts, wire, limiter bool) Verdict {
 		v.Evidence = append(v.Evidence, "busiest softirq core: "+busiestCore(r), hostCPUEvidence(r))
 	}
 	high := r.Retx.SegmentsSent > 0 && r.Retx.Fraction >= th.RetxHigh
+	ch, nch := sendingChrono(f.send)
+	if nch > 0 {
+		v.Evidence = append(v.Evidence, fmt.Sprintf("kernel chrono (steady state): %s of the sending time limited by the receiver's "+
+			"window, %s by the send buffer", pct(ch.RwndShare()), pct(ch.SndbufShare())))
+	}
 	switch {
 	case med > th.AppLimitedRatio:
 		v.Status, v.Summary = NotFired, "sending flows fill their window"
-	case f.sat || wire || limiter || high:
-		v.Status, v.Summary = NotFired, "another limit applies (saturated core, wire, retransmits)"
+	case f.sat || wire || limiter || high || windowLimited:
+		v.Status, v.Summary = NotFired, "another limit applies (saturated core, wire, retransmits, window)"
 	case f.cpuBound:
 		v.Status, v.Summary = Fired, fmt.Sprintf("the host's CPUs were %s busy (/proc/stat, %s): the sender is CPU-bound on this host "+
 			"and did not fill its window (application, TCP stack and softirq work share those CPUs)", pct(r.HostCPU.Busy), r.CPUWindow)
+	case nch > 0:
+		v.Status, v.Summary = Fired, fmt.Sprintf("the sender did not fill its window and neither the receiver's window nor "+
+			"the send buffer held it (only %s of its sending time, kernel chrono): the application or its CPU set the pace",
+			pct(ch.RwndShare()+ch.SndbufShare()))
 	default:
 		v.Status, v.Summary = Fired, "the sender did not fill its window: the application (or its CPU, or the receiver's window) set the pace"
 	}
@@ -527,4 +553,19 @@ func flatnessCounter(r *Report, w *Windows) (*Rate, *Windows) {
 		return nl, nl.W
 	}
 	return r.Primary, w
+}
+
+// sendingChrono adds up the chrono accounting of the sending flows that
+// have it; n is how many do.
+func sendingChrono(send []FlowSummary) (c Chrono, n int) {
+	for _, fl := range send {
+		if fl.Chrono == nil {
+			continue
+		}
+		n++
+		c.BusyUs += fl.Chrono.BusyUs
+		c.RwndLimitedUs += fl.Chrono.RwndLimitedUs
+		c.SndbufLimitedUs += fl.Chrono.SndbufLimitedUs
+	}
+	return c, n
 }

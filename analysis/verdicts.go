@@ -160,7 +160,7 @@ func (f *facts) linkEvidence() string {
 func evaluate(f *facts) []Verdict {
 	vs := []Verdict{ruleSoftirq(f), ruleWire(f)}
 	vs = append(vs, ruleRateLimited(f), ruleWindow(f, vs[1].Fired()), ruleStorage(f), ruleHairpin(f))
-	vs = append(vs, ruleSender(f, vs[1].Fired(), vs[2].Fired()))
+	vs = append(vs, ruleSender(f, vs[1].Fired(), vs[2].Fired(), vs[3].Fired()))
 	return append(vs, ruleInconclusive(f, vs))
 }
 

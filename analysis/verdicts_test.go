@@ -237,3 +237,25 @@ func TestRuleRateLimitedFlatOnWire(t *testing.T) {
 		t.Errorf("no interface counter, flat goodput: %s %s", v.Status, v.Summary)
 	}
 }
+
+// With the kernel's chrono accounting the window rule names the window
+// that held the streams, and the sender rule does not blame the
+// application for it: a flow at 10% of its cwnd window whose sending time
+// was 80% receive-window-limited is window-limited (the receiver's
+// window), 80% send-buffer-limited likewise (its own buffer), 5% limited
+// is the application's pace.
+func TestRuleWindowChrono(t *testing.T) {
+	s := analysistest.Scenario{WindowRatio: 0.1, RatedMbps: 100_000, Chrono: &[3]float64{0.2, 0.8, 0}}
+	r := scen(t, s, Options{})
+	wantVerdict(t, r, RuleWindow, Fired, "receiver's window held the streams 80.0% of their sending time",
+		"80.0% limited by the receiver's window (tcp_rwnd_limited_us)")
+	wantVerdict(t, r, RuleSender, NotFired, "another limit")
+	s.Chrono = &[3]float64{0.1, 0.1, 0.8}
+	r = scen(t, s, Options{})
+	wantVerdict(t, r, RuleWindow, Fired, "own send buffer held them 80.0%", "tcp_wmem")
+	wantVerdict(t, r, RuleSender, NotFired, "another limit")
+	s.Chrono = &[3]float64{0.95, 0.03, 0.02}
+	r = scen(t, s, Options{})
+	wantVerdict(t, r, RuleWindow, NotFired)
+	wantVerdict(t, r, RuleSender, Fired, "only 5.0% of its sending time, kernel chrono", "application or its CPU")
+}

@@ -28,6 +28,13 @@ func (s Scenario) flows(i int, end time.Time, ns int64, k int, per, segs uint64)
 	samples := max(segs/2, 1)
 	retx := uint64(s.RetxFraction * float64(segs))
 	acks := segs / 2
+	var chrono [3]*uint64
+	if s.Chrono != nil {
+		for j, f := range s.Chrono {
+			v := uint64(f * float64(ns) / 1e3)
+			chrono[j] = &v
+		}
+	}
 	return []trace.FlowRow{{
 		Time: end, IntervalNs: ns, Netns: SenderNetns, Ifindex: 2, Ifname: "veth-a", Family: 4, Proto: 6,
 		SrcAddr: SenderAddr, SrcPort: streamPort(k), DstAddr: ReceiverAddr, DstPort: ReceiverPort,
@@ -35,6 +42,7 @@ func (s Scenario) flows(i int, end time.Time, ns int64, k int, per, segs uint64)
 		RxSkbs: acks, RxWireBytes: acks * 66, Retransmits: retx, RTTSamples: samples,
 		RTTMinUs: &minRTT, RTTP50Us: &p50, RTTP99Us: &p99, RTTMaxUs: &maxRTT, SrttUs: &p50, SndCwnd: &cwnd,
 		MinRttUs: &minRTT, MSS: &mss,
+		TCPBusyUs: chrono[0], TCPRwndLimitedUs: chrono[1], TCPSndbufLimitedUs: chrono[2],
 	}, {
 		Time: end, IntervalNs: ns, Netns: RecvNetns, Ifindex: 2, Ifname: "veth-b", Family: 4, Proto: 6,
 		SrcAddr: ReceiverAddr, SrcPort: ReceiverPort, DstAddr: SenderAddr, DstPort: streamPort(k),

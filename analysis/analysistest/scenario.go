@@ -70,6 +70,11 @@ type Scenario struct {
 	WindowRatio float64
 	// RetxFraction is retransmitted / sent segments (default 0).
 	RetxFraction float64
+	// Chrono, when set, gives the sending flows the socket iterator's
+	// chrono columns: the shares of each interval spent busy, limited by
+	// the receiver's window and by the send buffer (tcp_busy_us,
+	// tcp_rwnd_limited_us, tcp_sndbuf_limited_us).
+	Chrono *[3]float64
 }
 
 // withDefaults fills zero fields.

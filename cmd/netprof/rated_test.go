@@ -58,7 +58,7 @@ func TestBenchRatedFlags(t *testing.T) {
 	}
 	testbedtest.Require(t)
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runBin(t, bin, nil, "bench", "--no-bpf", "--quiet", "--duration", "1s", "--interval", "250ms",
+	code, stdout, stderr := runBin(t, bin, nil, "bench", "--no-bpf", "--quiet", "--details", "--duration", "1s", "--interval", "250ms",
 		"--link-speed", "5Gbit", "--expect-rtt", "3ms", "--out", out)
 	if code != 0 {
 		t.Fatalf("bench: exit %d: %s", code, stderr)
@@ -88,7 +88,7 @@ func TestBenchRatedFlags(t *testing.T) {
 	}
 	// The text report of analyze ends with the summary bench printed (CPU
 	// of both ends from /proc/stat and getrusage, phases): the same lines.
-	_, text, _ := runBin(t, bin, nil, "analyze", out)
+	_, text, _ := runBin(t, bin, nil, "analyze", "--full", out)
 	const head = "cpu over the measured intervals"
 	i, j := strings.Index(stdout, head), strings.Index(text, head)
 	if i < 0 || j < 0 || stdout[i:] != text[j:] {

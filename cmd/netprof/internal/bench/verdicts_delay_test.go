@@ -269,3 +269,52 @@ func checkHairpinEvidence(t *testing.T, v analysis.Verdict, peer string, floor u
 	}
 	t.Fatalf("no evidence line names peer %s with its min RTT: %q", peer, v.Evidence)
 }
+
+// The window rule names the window that held the streams from the kernel's
+// own chrono accounting (socket iterator, default probes). Ground truth:
+// the buffer the test itself capped in one namespace over a 10 ms delay
+// line — the receiver's tcp_rmem (its advertised window) or the sender's
+// tcp_wmem (its send buffer), 64 KiB each — and the generator's own rate,
+// which such a window holds near window / RTT.
+func TestVerdictWindowNamesTheWindow(t *testing.T) {
+	requireBench(t, true)
+	for _, c := range []struct {
+		name, sysctl, want string
+		receiver          bool
+	}{
+		{"receiver window", "net.ipv4.tcp_rmem", "the receiver's window held the streams", true},
+		{"send buffer", "net.ipv4.tcp_wmem", "own send buffer held them", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Probes = probeset.Default
+			cfg.RTT, cfg.Streams, cfg.Duration = 10*time.Millisecond, 2, 4*time.Second
+			bed := rttBed(t, cfg)
+			h := bed.A()
+			if c.receiver {
+				h = bed.B()
+			}
+			if err := h.SetSysctl(c.sysctl, "4096 65536 65536"); err != nil {
+				t.Fatal(err)
+			}
+			ct := minConnect(t, bed, 5)
+			_, run := mustRun(t, cfg, bed, "")
+			r := reanalyze(t, run, analysis.Options{})
+			v := wantVerdict(t, r, analysis.RuleWindow, analysis.Fired)
+			t.Logf("%s: %s\n  %s", v.Rule, v.Summary, strings.Join(v.Evidence, "\n  "))
+			if !strings.Contains(v.Summary, c.want) {
+				t.Errorf("window verdict %q does not say %q", v.Summary, c.want)
+			}
+			wantVerdict(t, r, analysis.RuleSender, analysis.NotFired)
+			// 64 KiB over the measured RTT, and the kernel's buffer
+			// accounting lets at most ~2x that be in flight.
+			limit := float64(64<<10) * 8 / ct.Seconds()
+			for addr, g := range senderRates(t, run) {
+				if g > 2*limit {
+					t.Errorf("stream %s: %.0f Mbit/s, above 2x 64 KiB / %v = %.0f Mbit/s: the capped buffer did not hold it",
+						addr, g/1e6, ct, 2*limit/1e6)
+				}
+			}
+		})
+	}
+}
