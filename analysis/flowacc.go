@@ -34,13 +34,13 @@ type flowState struct {
 	// chrono sums the kernel's sending-time accounting over the steady
 	// state (tcp_busy_us, tcp_rwnd_limited_us, tcp_sndbuf_limited_us);
 	// hasChrono: a steady row had it.
-	chrono    [3]uint64
-	hasChrono bool
-	steadyNs, winNs             int64
-	winSum, winBytes            float64
-	lastSteady                  int64 // end (Unix ns) of the last steady interval counted
-	rtt                         rttDist
-	src, dst                    string
+	chrono           [3]uint64
+	hasChrono        bool
+	steadyNs, winNs  int64
+	winSum, winBytes float64
+	lastSteady       int64 // end (Unix ns) of the last steady interval counted
+	rtt              rttDist
+	src, dst         string
 }
 
 // flowAcc accumulates the flows table, in row order.

@@ -280,7 +280,7 @@ func TestVerdictWindowNamesTheWindow(t *testing.T) {
 	requireBench(t, true)
 	for _, c := range []struct {
 		name, sysctl, want string
-		receiver          bool
+		receiver           bool
 	}{
 		{"receiver window", "net.ipv4.tcp_rmem", "the receiver's window held the streams", true},
 		{"send buffer", "net.ipv4.tcp_wmem", "own send buffer held them", false},
