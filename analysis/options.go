@@ -65,7 +65,12 @@ type Thresholds struct {
 	// kernel's chrono accounting over the steady state, the receiver's
 	// window (tcp_rwnd_limited_us) or their send buffer
 	// (tcp_sndbuf_limited_us) held them for at least this share of their
-	// sending time (0.50).
+	// sending time (0.20). A stream held by a window alternates between
+	// held (until ACKs free a third of the buffer or open the window) and
+	// busy, so the held share stays well below 100%: 28–44% measured over
+	// a 10 ms delay line with a 64 KiB tcp_rmem or tcp_wmem
+	// (TestVerdictWindowNamesTheWindow); an application-limited stream is
+	// never held.
 	ChronoLimited float64
 	// RatedExcess: a steady state (wire estimate, else interface) above
 	// (1 + this) × the rated speed cannot be: the rated speed looks too
@@ -107,7 +112,7 @@ func DefaultThresholds() Thresholds {
 		SoftirqShare: 0.90, NapiExhausted: 0.50, WireFraction: 0.90, RatedExcess: 0.03, FlatCV: 0.05,
 		RetxHigh: 0.005, WindowRatio: 0.80, WindowRatioMax: 1.3, WindowFlows: 0.50, AppLimitedRatio: 0.50,
 		HairpinExpectRTT: 150 * time.Microsecond, HairpinFactor: 2, MinRTTSamples: 10,
-		CompareFlat: 0.05, CompareRetxFactor: 2, HostBusy: 0.90, ChronoLimited: 0.50,
+		CompareFlat: 0.05, CompareRetxFactor: 2, HostBusy: 0.90, ChronoLimited: 0.20,
 	}
 }
 
