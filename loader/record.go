@@ -140,6 +140,9 @@ func Stamp(iv *trace.Interval, end time.Time, ns int64) {
 	for i := range iv.Sockets {
 		iv.Sockets[i].Time, iv.Sockets[i].IntervalNs = end, ns
 	}
+	for i := range iv.NICs {
+		iv.NICs[i].Time, iv.NICs[i].IntervalNs = end, ns
+	}
 }
 
 // CPURow returns the row of cpu in iv, adding it if absent.

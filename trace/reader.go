@@ -56,6 +56,10 @@ func (r *Run) Probes() ([]ProbeRow, error) { return readAll[ProbeRow](r, ProbesF
 // os.ErrNotExist.
 func (r *Run) Sockets() ([]SocketRow, error) { return readAll[SocketRow](r, SocketsFile) }
 
+// NICs returns every row of the nics table, in written order; an error
+// wrapping os.ErrNotExist for runs recorded before it existed.
+func (r *Run) NICs() ([]NICStatRow, error) { return readAll[NICStatRow](r, NICsFile) }
+
 func readAll[T any](r *Run, file string) ([]T, error) {
 	var all []T
 	err := Scan(r, file, func(rows []T) error {

@@ -41,10 +41,12 @@ const (
 	ProbesFile   = "probes.parquet"
 	// SocketsFile holds TCP connection events (SocketRow, sockets.go).
 	SocketsFile = "sockets.parquet"
+	// NICsFile holds the drivers' statistics (NICStatRow).
+	NICsFile = "nics.parquet"
 )
 
 // TableFiles lists every table, in the order the Writer writes them.
-var TableFiles = []string{IfacesFile, CPUsFile, FlowsFile, TrafficFile, ProbesFile, SocketsFile}
+var TableFiles = []string{IfacesFile, CPUsFile, FlowsFile, TrafficFile, ProbesFile, SocketsFile, NICsFile}
 
 // TableDir is the directory of table file's part files in a v2 run:
 // "flows" for FlowsFile.
@@ -360,4 +362,23 @@ type ProbeRow struct {
 	// where the map does not count it.
 	MapLostBytes   *uint64 `parquet:"map_lost_bytes,optional"`
 	MapLostPackets *uint64 `parquet:"map_lost_packets,optional"`
+}
+
+// NICStatRow is one driver statistic of one interface × interval: what
+// `ethtool -S IFNAME` prints, as the change over the interval (counters;
+// statistics that went down, i.e. were reset, and values that are not
+// counts, such as veth's peer_ifindex, have no row). Names are the
+// driver's own; Direction and Queue are parsed from per-queue names
+// (rx_queue_0_packets, rx0_packets, rx_0_packets, queue_0_tx_cnt) and
+// null where the name gives none. Interfaces whose driver has no
+// statistics (lo, dummy) have no rows.
+type NICStatRow struct {
+	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs int64     `parquet:"interval_ns"`
+	Netns      uint64    `parquet:"netns"`
+	Ifname     string    `parquet:"ifname"`
+	Stat       string    `parquet:"stat"`
+	Direction  *string   `parquet:"direction,optional"`
+	Queue      *int32    `parquet:"queue,optional"`
+	Value      uint64    `parquet:"value"`
 }

@@ -47,6 +47,7 @@ type Interval struct {
 	Traffic []TrafficRow
 	Probes  []ProbeRow
 	Sockets []SocketRow
+	NICs    []NICStatRow
 }
 
 // Option configures a Writer.
@@ -129,6 +130,7 @@ type Writer struct {
 	traffic *table[TrafficRow]
 	probes  *table[ProbeRow]
 	sockets *table[SocketRow]
+	nics    *table[NICStatRow]
 
 	merges   sync.WaitGroup // the merge goroutine, if one runs
 	mergeMu  sync.Mutex
@@ -138,7 +140,7 @@ type Writer struct {
 
 // Create creates the run directory dir (and its parents) and starts a run.
 // It writes manifest.json at once with SchemaVersion set, End zero and
-// Status StatusRecording, and creates the six table directories; each holds
+// Status StatusRecording, and creates the table directories; each holds
 // at least one part file (possibly with zero rows) once Close has returned.
 //
 // Create returns an error wrapping os.ErrExist if dir already holds
@@ -181,7 +183,7 @@ func Create(dir string, m Manifest, opts ...Option) (*Writer, error) {
 	return w, nil
 }
 
-// openTables creates the six table directories, appending each path it
+// openTables creates the table directories, appending each path it
 // created to created (for removal if Create fails).
 func (w *Writer) openTables(created *[]string) error {
 	var err error
@@ -200,7 +202,10 @@ func (w *Writer) openTables(created *[]string) error {
 	if w.probes, err = newTable[ProbeRow](w.dir, ProbesFile, created); err != nil {
 		return err
 	}
-	w.sockets, err = newTable[SocketRow](w.dir, SocketsFile, created)
+	if w.sockets, err = newTable[SocketRow](w.dir, SocketsFile, created); err != nil {
+		return err
+	}
+	w.nics, err = newTable[NICStatRow](w.dir, NICsFile, created)
 	return err
 }
 
@@ -245,7 +250,8 @@ func (w *Writer) writeRows(iv Interval) error {
 		w.flows.write(w.seq, iv.Flows),
 		w.traffic.write(w.seq, iv.Traffic),
 		w.probes.write(w.seq, iv.Probes),
-		w.sockets.write(w.seq, iv.Sockets))
+		w.sockets.write(w.seq, iv.Sockets),
+		w.nics.write(w.seq, iv.NICs))
 }
 
 // Flush checkpoints now, without waiting for WithPartSpan: every table's
@@ -276,7 +282,7 @@ func (w *Writer) span() time.Duration {
 func (w *Writer) flushLocked() error {
 	w.pending = 0
 	return errors.Join(w.ifaces.flush(), w.cpus.flush(), w.flows.flush(),
-		w.traffic.flush(), w.probes.flush(), w.sockets.flush())
+		w.traffic.flush(), w.probes.flush(), w.sockets.flush(), w.nics.flush())
 }
 
 // checkpointLocked closes every table's open part and records the
@@ -309,7 +315,7 @@ func (w *Writer) mergeRemaining() error {
 	}
 	var errs []error
 	for _, take := range []func(int) func() error{w.ifaces.takeMerge, w.cpus.takeMerge, w.flows.takeMerge,
-		w.traffic.takeMerge, w.probes.takeMerge, w.sockets.takeMerge} {
+		w.traffic.takeMerge, w.probes.takeMerge, w.sockets.takeMerge, w.nics.takeMerge} {
 		for j := take(n); j != nil; j = take(n) {
 			errs = append(errs, j())
 		}
@@ -334,7 +340,7 @@ func (w *Writer) startMerges() {
 	n := w.cfg.compactEvery
 	var jobs []func() error
 	for _, j := range []func() error{w.ifaces.takeMerge(n), w.cpus.takeMerge(n), w.flows.takeMerge(n),
-		w.traffic.takeMerge(n), w.probes.takeMerge(n), w.sockets.takeMerge(n)} {
+		w.traffic.takeMerge(n), w.probes.takeMerge(n), w.sockets.takeMerge(n), w.nics.takeMerge(n)} {
 		if j != nil {
 			jobs = append(jobs, j)
 		}
@@ -360,7 +366,7 @@ func (w *Writer) startMerges() {
 // closeParts closes the open part of every table.
 func (w *Writer) closeParts() error {
 	return errors.Join(w.ifaces.closePart(), w.cpus.closePart(), w.flows.closePart(),
-		w.traffic.closePart(), w.probes.closePart(), w.sockets.closePart())
+		w.traffic.closePart(), w.probes.closePart(), w.sockets.closePart(), w.nics.closePart())
 }
 
 // Manifest returns a copy of the manifest as it stands (End zero and Status
@@ -421,7 +427,7 @@ func (w *Writer) Close(end time.Time, status string) error {
 	w.merges.Wait()
 	tablesErr := errors.Join(w.mergeErr, w.closeParts(),
 		w.ifaces.ensurePart(w.seq), w.cpus.ensurePart(w.seq), w.flows.ensurePart(w.seq),
-		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq),
+		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq), w.nics.ensurePart(w.seq),
 		w.mergeRemaining())
 	w.m.End, w.m.Status, w.m.Checkpoint = end.UTC(), status, nil
 	var manifestErr error

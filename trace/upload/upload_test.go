@@ -98,7 +98,7 @@ func TestUploadAndDownloadEqual(t *testing.T) {
 		t.Errorf("last blob %q, want the manifest", names[len(names)-1])
 	}
 	local := localFiles(t, dir)
-	if len(names) != len(local) || len(local) != 7 { // manifest + a part per table
+	if len(names) != len(local) || len(local) != 1+len(trace.TableFiles) { // manifest + a part per table
 		t.Errorf("uploaded %d files, the run has %d: %v", len(names), len(local), local)
 	}
 	if len(names) != len(local) {

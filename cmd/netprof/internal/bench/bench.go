@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -20,6 +21,7 @@ import (
 	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
+	"github.com/netprof/netprof/probes/nicstats"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
@@ -200,6 +202,10 @@ func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*
 	if err != nil {
 		return err
 	}
+	if nic := nicSampler(links, d.namespaces(), log); nic != nil {
+		defer nic.Close()
+		samplers = slices.Insert(samplers, 1, loader.Sampler(nic)) // beside the netlink rows it goes with
+	}
 	status, bpfMaps := offProbes(), []trace.BPFMap(nil)
 	if probes != nil {
 		status, bpfMaps = probes.status, probes.maps
@@ -356,4 +362,25 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link) trace.Mani
 		})
 	}
 	return m
+}
+
+// nicSampler returns the sampler of the links' driver statistics (the nics
+// table), or nil (logged) when no ethtool socket could be opened.
+func nicSampler(links []linkstats.Link, nss []tcpstats.Netns, log *slog.Logger) *nicstats.Sampler {
+	var nl []nicstats.Link
+	for _, l := range links {
+		n := nicstats.Link{Netns: l.Netns, Ifname: l.Name}
+		for _, ns := range nss {
+			if ns.Inode == l.Netns {
+				n.Do = ns.Do
+			}
+		}
+		nl = append(nl, n)
+	}
+	s, err := nicstats.New(nl)
+	if err != nil {
+		log.Warn("no driver statistics (nics table)", "err", err)
+		return nil
+	}
+	return s
 }
