@@ -80,6 +80,24 @@ type IfaceRow struct {
 	TxPackets uint64 `parquet:"tx_packets"`
 	RxDropped uint64 `parquet:"rx_dropped"`
 	TxDropped uint64 `parquet:"tx_dropped"`
+	// The stats64 error counters (netlink, deltas): null in traces from
+	// before them. rx_missed_errors counts frames the NIC had no buffer
+	// for (the host did not keep up); rx_fifo/over are the NIC's FIFO
+	// overruns; the others are link-level faults.
+	RxErrors          *uint64 `parquet:"rx_errors,optional"`
+	TxErrors          *uint64 `parquet:"tx_errors,optional"`
+	RxMissedErrors    *uint64 `parquet:"rx_missed_errors,optional"`
+	RxFifoErrors      *uint64 `parquet:"rx_fifo_errors,optional"`
+	RxOverErrors      *uint64 `parquet:"rx_over_errors,optional"`
+	RxCrcErrors       *uint64 `parquet:"rx_crc_errors,optional"`
+	RxFrameErrors     *uint64 `parquet:"rx_frame_errors,optional"`
+	RxLengthErrors    *uint64 `parquet:"rx_length_errors,optional"`
+	TxAbortedErrors   *uint64 `parquet:"tx_aborted_errors,optional"`
+	TxCarrierErrors   *uint64 `parquet:"tx_carrier_errors,optional"`
+	TxFifoErrors      *uint64 `parquet:"tx_fifo_errors,optional"`
+	TxHeartbeatErrors *uint64 `parquet:"tx_heartbeat_errors,optional"`
+	TxWindowErrors    *uint64 `parquet:"tx_window_errors,optional"`
+	Collisions        *uint64 `parquet:"collisions,optional"`
 
 	BpfRxBytes   *uint64 `parquet:"bpf_rx_bytes,optional"`
 	BpfRxPackets *uint64 `parquet:"bpf_rx_packets,optional"`

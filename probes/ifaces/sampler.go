@@ -48,11 +48,7 @@ func (s *LinkSampler) Sample(iv *trace.Interval, _ int64) error {
 				p = m.Stats
 			}
 			d, _ := m.Stats.Sub(p)
-			iv.Ifaces = append(iv.Ifaces, trace.IfaceRow{
-				Netns: s.T.Netns(), Ifname: m.Name, Ifindex: int32(m.Index), Driver: m.Driver,
-				RxBytes: d.RxBytes, TxBytes: d.TxBytes, RxPackets: d.RxPackets, TxPackets: d.TxPackets,
-				RxDropped: d.RxDropped, TxDropped: d.TxDropped,
-			})
+			iv.Ifaces = append(iv.Ifaces, d.Row(s.T.Netns(), m.Name, m.Index, m.Driver))
 		}
 	}
 	s.prev = next

@@ -119,8 +119,7 @@ func (ns *NS) describe(l netlink.Link) Link {
 		out.LowerIndex = a.ParentIndex
 	}
 	if st := a.Statistics; st != nil {
-		out.Stats = Stats{RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxPackets: st.RxPackets,
-			TxPackets: st.TxPackets, RxDropped: st.RxDropped, TxDropped: st.TxDropped}
+		out.Stats = FromNetlink(st)
 	}
 	out.Driver = out.Kind
 	if a.Flags&net.FlagLoopback != 0 {

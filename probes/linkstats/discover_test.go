@@ -109,3 +109,40 @@ func TestOpenNSOwnRouteOnly(t *testing.T) {
 	defer ns.Close()
 	routeOnly(t, "OpenNS(own namespace)", ns.Handle)
 }
+
+// Each stats64 error counter lands in the ifaces column of its name, as
+// an interval's change; a counter going back is a reset.
+func TestErrorCountersByName(t *testing.T) {
+	st := &netlink.LinkStatistics{RxErrors: 1, TxErrors: 2, RxMissedErrors: 3, RxFifoErrors: 4, RxOverErrors: 5,
+		RxCrcErrors: 6, RxFrameErrors: 7, RxLengthErrors: 8, TxAbortedErrors: 9, TxCarrierErrors: 10,
+		TxFifoErrors: 11, TxHeartbeatErrors: 12, TxWindowErrors: 13, Collisions: 14}
+	later := *st
+	later.RxMissedErrors, later.Collisions = 103, 114
+	d, reset := linkstats.FromNetlink(&later).Sub(linkstats.FromNetlink(st))
+	if reset {
+		t.Fatal("reset reported")
+	}
+	r := d.Row(1, "eth0", 2, "mana")
+	got := map[string]*uint64{"rx_errors": r.RxErrors, "tx_errors": r.TxErrors, "rx_missed_errors": r.RxMissedErrors,
+		"rx_fifo_errors": r.RxFifoErrors, "rx_over_errors": r.RxOverErrors, "rx_crc_errors": r.RxCrcErrors,
+		"rx_frame_errors": r.RxFrameErrors, "rx_length_errors": r.RxLengthErrors, "tx_aborted_errors": r.TxAbortedErrors,
+		"tx_carrier_errors": r.TxCarrierErrors, "tx_fifo_errors": r.TxFifoErrors, "tx_heartbeat_errors": r.TxHeartbeatErrors,
+		"tx_window_errors": r.TxWindowErrors, "collisions": r.Collisions}
+	for _, n := range linkstats.ErrorNames {
+		want := uint64(0)
+		if n == "rx_missed_errors" || n == "collisions" {
+			want = 100
+		}
+		if p := got[n]; p == nil || *p != want {
+			t.Errorf("%s: %v, want %d", n, p, want)
+		}
+	}
+	// Full counters on a row of absolute values map one to one.
+	abs := linkstats.FromNetlink(st).Row(1, "eth0", 2, "mana")
+	if *abs.RxMissedErrors != 3 || *abs.TxWindowErrors != 13 || *abs.Collisions != 14 || *abs.RxErrors != 1 {
+		t.Errorf("absolute row %+v", abs)
+	}
+	if _, reset := linkstats.FromNetlink(st).Sub(linkstats.FromNetlink(&later)); !reset {
+		t.Error("error counters going back: no reset")
+	}
+}

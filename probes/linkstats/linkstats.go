@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/netprof/netprof/trace"
 )
 
 // Link describes one interface to sample. Describe fills the first group
@@ -59,7 +61,19 @@ type Link struct {
 // Stats are cumulative counters of one interface (netlink stats64).
 type Stats struct {
 	RxBytes, TxBytes, RxPackets, TxPackets, RxDropped, TxDropped uint64
+	// Errors are stats64's error counters, in ErrorNames order.
+	Errors [len(ErrorNames)]uint64
 }
+
+// ErrorNames are the ifaces columns of Stats.Errors, in order: stats64's
+// rx_errors, tx_errors, rx_missed_errors (the NIC had no buffer: missed by
+// the host), rx_fifo_errors, rx_over_errors, rx_crc_errors,
+// rx_frame_errors, rx_length_errors, tx_aborted_errors,
+// tx_carrier_errors, tx_fifo_errors, tx_heartbeat_errors,
+// tx_window_errors and collisions.
+var ErrorNames = [...]string{"rx_errors", "tx_errors", "rx_missed_errors", "rx_fifo_errors", "rx_over_errors",
+	"rx_crc_errors", "rx_frame_errors", "rx_length_errors", "tx_aborted_errors", "tx_carrier_errors",
+	"tx_fifo_errors", "tx_heartbeat_errors", "tx_window_errors", "collisions"}
 
 // Sub returns s − p, or s when a counter went backwards (the interface was
 // re-created or its counters reset); reset reports that case.
@@ -68,11 +82,36 @@ func (s Stats) Sub(p Stats) (d Stats, reset bool) {
 		s.TxPackets < p.TxPackets || s.RxDropped < p.RxDropped || s.TxDropped < p.TxDropped {
 		return s, true
 	}
-	return Stats{
+	for i := range s.Errors {
+		if s.Errors[i] < p.Errors[i] {
+			return s, true
+		}
+	}
+	d = Stats{
 		RxBytes: s.RxBytes - p.RxBytes, TxBytes: s.TxBytes - p.TxBytes,
 		RxPackets: s.RxPackets - p.RxPackets, TxPackets: s.TxPackets - p.TxPackets,
 		RxDropped: s.RxDropped - p.RxDropped, TxDropped: s.TxDropped - p.TxDropped,
-	}, false
+	}
+	for i := range s.Errors {
+		d.Errors[i] = s.Errors[i] - p.Errors[i]
+	}
+	return d, false
+}
+
+// Row returns the ifaces row of these (delta) counters.
+func (s Stats) Row(netns uint64, name string, index int, driver string) trace.IfaceRow {
+	r := trace.IfaceRow{
+		Netns: netns, Ifname: name, Ifindex: int32(index), Driver: driver,
+		RxBytes: s.RxBytes, TxBytes: s.TxBytes, RxPackets: s.RxPackets, TxPackets: s.TxPackets,
+		RxDropped: s.RxDropped, TxDropped: s.TxDropped,
+	}
+	e := s.Errors
+	for i, p := range []**uint64{&r.RxErrors, &r.TxErrors, &r.RxMissedErrors, &r.RxFifoErrors, &r.RxOverErrors,
+		&r.RxCrcErrors, &r.RxFrameErrors, &r.RxLengthErrors, &r.TxAbortedErrors, &r.TxCarrierErrors,
+		&r.TxFifoErrors, &r.TxHeartbeatErrors, &r.TxWindowErrors, &r.Collisions} {
+		*p = &e[i]
+	}
+	return r
 }
 
 // Read returns the interface's counters through handle h (a netlink handle
@@ -87,10 +126,7 @@ func Read(h *netlink.Handle, index int) (Stats, error) {
 	if st == nil {
 		return Stats{}, fmt.Errorf("link %s: no stats64 in netlink reply", l.Attrs().Name)
 	}
-	return Stats{
-		RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxPackets: st.RxPackets, TxPackets: st.TxPackets,
-		RxDropped: st.RxDropped, TxDropped: st.TxDropped,
-	}, nil
+	return FromNetlink(st), nil
 }
 
 // Describe returns name, driver, MTU and master of the interface at index
@@ -121,4 +157,15 @@ func driver(l netlink.Link) string {
 		return "device"
 	}
 	return filepath.Base(p)
+}
+
+// FromNetlink converts netlink's stats64.
+func FromNetlink(st *netlink.LinkStatistics) Stats {
+	return Stats{
+		RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxPackets: st.RxPackets, TxPackets: st.TxPackets,
+		RxDropped: st.RxDropped, TxDropped: st.TxDropped,
+		Errors: [len(ErrorNames)]uint64{st.RxErrors, st.TxErrors, st.RxMissedErrors, st.RxFifoErrors, st.RxOverErrors,
+			st.RxCrcErrors, st.RxFrameErrors, st.RxLengthErrors, st.TxAbortedErrors, st.TxCarrierErrors,
+			st.TxFifoErrors, st.TxHeartbeatErrors, st.TxWindowErrors, st.Collisions},
+	}
 }

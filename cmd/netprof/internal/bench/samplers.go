@@ -41,11 +41,7 @@ func (s *linkSampler) Sample(iv *trace.Interval, _ int64) error {
 		}
 		d, _ := st.Sub(s.prev[i])
 		s.prev[i] = st
-		iv.Ifaces = append(iv.Ifaces, trace.IfaceRow{
-			Netns: l.Netns, Ifname: l.Name, Ifindex: int32(l.Index), Driver: l.Driver,
-			RxBytes: d.RxBytes, TxBytes: d.TxBytes, RxPackets: d.RxPackets, TxPackets: d.TxPackets,
-			RxDropped: d.RxDropped, TxDropped: d.TxDropped,
-		})
+		iv.Ifaces = append(iv.Ifaces, d.Row(l.Netns, l.Name, l.Index, l.Driver))
 	}
 	return firstErr
 }
