@@ -68,6 +68,11 @@ func ruleSoftirq(f *facts) Verdict {
 	if s := r.SteeringLine(); s != "" {
 		v.Evidence = append(v.Evidence, "receive steering (SO_INCOMING_CPU): "+s)
 	}
+	if c := busiestStat(r); c != nil {
+		if fd := r.hotFeedsText(c.CPU); fd != "" {
+			v.Evidence = append(v.Evidence, fmt.Sprintf("CPU %d is %s (queue map at the start: manifest interfaces[].queues)", c.CPU, fd))
+		}
+	}
 	below, _ := f.belowRated()
 	v.Evidence = append(v.Evidence, f.linkEvidence())
 	switch {
@@ -146,6 +151,11 @@ func busiestCore(r *Report) string {
 	s := busiestShare(r)
 	if c := busiestStat(r); c != nil && r.SoftirqOff == "" {
 		s += " NET_RX" + allSoftirq(*c)
+	}
+	if c := busiestStat(r); c != nil {
+		if f := r.hotFeedsText(c.CPU); f != "" {
+			s += "; " + f
+		}
 	}
 	return s
 }

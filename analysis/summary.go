@@ -266,8 +266,12 @@ func (r *Report) hotCoreText() string {
 		if r.HotSource == HotAllSoftirq {
 			what = "softirq time of every vector (/proc/stat, tick-sampled)"
 		}
-		return fmt.Sprintf("cpu%d: %s %s over the %s (%s; %d CPUs online)", c.CPU, pct(r.HotShare(c)), what,
+		s := fmt.Sprintf("cpu%d: %s %s over the %s (%s; %d CPUs online)", c.CPU, pct(r.HotShare(c)), what,
 			orDash(r.CPUWindow), intervals(r.CPUIntervals), len(r.CPUs))
+		if f := r.hotFeedsText(c.CPU); f != "" {
+			s += "; " + f
+		}
+		return s
 	}
 	return na(r.reason(figCPU, "no cpus rows"))
 }

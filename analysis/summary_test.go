@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/netprof/netprof/analysis/analysistest"
+	"github.com/netprof/netprof/trace"
 )
 
 // The one-screen report fits 40 lines of 100 columns whatever the run
@@ -68,5 +69,34 @@ func TestSummaryOneScreen(t *testing.T) {
 				t.Errorf("throughput table missing or not in %s:\n%s", r.Units.RateUnitLong(), out)
 			}
 		})
+	}
+}
+
+// The hot core names the receive interrupts and RPS queues the manifest's
+// queue map delivers to it; transmit interrupts and other CPUs' are not
+// named.
+func TestHotCoreFeeds(t *testing.T) {
+	hot := func(_, c int) float64 { return map[bool]float64{true: 0.97, false: 0.05}[c == 1] }
+	q0, q1 := 0, 1
+	r := buildScenario(t, analysistest.Scenario{Softirq: hot, RateBps: flat(9e9)}, func(m *trace.Manifest) {
+		m.Interfaces[1].Queues = &trace.QueueMap{
+			RxQueues: []trace.Queue{{Index: 0}, {Index: 1, CPUs: "1,3"}},
+			IRQs: []trace.IRQ{
+				{IRQ: 38, Name: "virtio2-input.0", Direction: "rx", Queue: &q0, Affinity: "0-1", Effective: "1"},
+				{IRQ: 39, Name: "virtio2-output.0", Direction: "tx", Queue: &q0, Affinity: "0-1", Effective: "1"},
+				{IRQ: 40, Name: "virtio2-input.1", Direction: "rx", Queue: &q1, Affinity: "0-1", Effective: "0"},
+			}}
+	})
+	var b strings.Builder
+	if err := r.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "fed by veth-b IRQ 38 virtio2-input.0 (rx queue 0, delivered to CPU 1); veth-b rx queue 1 by RPS (rps_cpus 1,3)"
+	if got := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(got, want) || strings.Contains(got, "IRQ 39") ||
+		strings.Contains(got, "IRQ 40") {
+		t.Errorf("summary lacks %q or names other IRQs:\n%s", want, b.String())
+	}
+	if ev := strings.Join(r.Verdict(RuleSoftirq).Evidence, " "); !strings.Contains(ev, "IRQ 38 virtio2-input.0") {
+		t.Errorf("softirq-bound evidence does not name IRQ 38: %s", ev)
 	}
 }

@@ -72,6 +72,50 @@ type Interface struct {
 	RatedSpeedMbps *int64 `json:"rated_speed_mbps"`
 	// Role is what the run used it for, e.g. "sender", "receiver".
 	Role string `json:"role,omitempty"`
+	// Queues maps its queues to interrupts and CPUs when the run started;
+	// nil when not read (interfaces in other namespaces than netprof's,
+	// older traces).
+	Queues *QueueMap `json:"queues,omitempty"`
+}
+
+// QueueMap is an interface's queues, interrupts and NUMA node.
+type QueueMap struct {
+	// NumaNode is the NIC's NUMA node; nil when the kernel gives none
+	// (-1, or no device).
+	NumaNode *int `json:"numa_node"`
+	// RxQueues and TxQueues are the queues with their RPS and XPS CPUs.
+	RxQueues []Queue `json:"rx_queues"`
+	TxQueues []Queue `json:"tx_queues"`
+	// IRQs are the device's MSI/MSI-X interrupts; none for a virtual
+	// interface (veth, lo).
+	IRQs []IRQ `json:"irqs"`
+}
+
+// Queue is one receive or transmit queue.
+type Queue struct {
+	Index int `json:"index"`
+	// CPUs is the queue's RPS (rx) or XPS (tx) CPU set in list format
+	// ("0-3,8"); "" when not set.
+	CPUs string `json:"cpus"`
+}
+
+// IRQ is one interrupt of the device.
+type IRQ struct {
+	IRQ int `json:"irq"`
+	// Name is the interrupt's action name (/proc/interrupts), e.g.
+	// "mlx5_comp3@pci:0000:00:05.0", "virtio2-input.0".
+	Name string `json:"name"`
+	// Direction ("rx", "tx", "rxtx") and Queue are parsed from Name;
+	// empty and nil when it names no queue.
+	Direction string `json:"direction,omitempty"`
+	Queue     *int   `json:"queue"`
+	// Affinity and Effective are the CPUs it may run on and those it is
+	// delivered to (/proc/irq/N/smp_affinity_list,
+	// effective_affinity_list), list format.
+	Affinity  string `json:"affinity"`
+	Effective string `json:"effective_affinity"`
+	// Count is its interrupts on all CPUs so far, at the start.
+	Count uint64 `json:"count_at_start"`
 }
 
 // Probe records whether one BPF program ran.

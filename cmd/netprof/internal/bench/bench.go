@@ -22,6 +22,7 @@ import (
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/nicstats"
+	"github.com/netprof/netprof/probes/queues"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
@@ -359,6 +360,7 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link) trace.Mani
 		m.Interfaces = append(m.Interfaces, trace.Interface{
 			Name: l.Name, Index: int32(l.Index), Netns: l.Netns, Driver: l.Driver,
 			Master: l.Master, MTU: l.MTU, Role: l.Role, RatedSpeedMbps: l.SpeedMbps,
+			Queues: queues.ForLink(l.Netns, l.Name),
 		})
 	}
 	return m

@@ -25,6 +25,7 @@ import (
 	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/probes/queues"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -255,7 +256,8 @@ func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Pro
 				role = "not counted: mirrored by " + g.Counted[0].Name
 			}
 			m.Interfaces = append(m.Interfaces, trace.Interface{Name: l.Name, Index: int32(l.Index), Netns: l.Netns,
-				Driver: l.Driver, Master: l.Master, MTU: l.MTU, RatedSpeedMbps: l.SpeedMbps, Role: role})
+				Driver: l.Driver, Master: l.Master, MTU: l.MTU, RatedSpeedMbps: l.SpeedMbps, Role: role,
+				Queues: queues.ForLink(l.Netns, l.Name)})
 		}
 	}
 	return m
