@@ -148,4 +148,13 @@ struct np_tcp_rec {
 	__u32 pad2;
 };
 
+/* drops.bpf.c: per-CPU array slot per drop reason (the last slot takes
+ * larger reasons). */
+#define NP_DROP_SLOTS 512
+
+struct np_drop_val {
+	__u64 packets;
+	__u64 bytes;
+};
+
 #endif

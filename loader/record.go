@@ -143,6 +143,9 @@ func Stamp(iv *trace.Interval, end time.Time, ns int64) {
 	for i := range iv.NICs {
 		iv.NICs[i].Time, iv.NICs[i].IntervalNs = end, ns
 	}
+	for i := range iv.Drops {
+		iv.Drops[i].Time, iv.Drops[i].IntervalNs = end, ns
+	}
 }
 
 // CPURow returns the row of cpu in iv, adding it if absent.

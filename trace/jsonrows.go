@@ -23,7 +23,7 @@ func IntervalJSON(iv Interval) ([]byte, error) {
 		name string
 		rows any
 	}{{"ifaces", iv.Ifaces}, {"cpus", iv.CPUs}, {"flows", iv.Flows}, {"traffic", iv.Traffic},
-		{"probes", iv.Probes}, {"sockets", iv.Sockets}, {"nics", iv.NICs}} {
+		{"probes", iv.Probes}, {"sockets", iv.Sockets}, {"nics", iv.NICs}, {"drops", iv.Drops}} {
 		v := reflect.ValueOf(t.rows)
 		if v.Len() == 0 {
 			continue

@@ -60,6 +60,10 @@ func (r *Run) Sockets() ([]SocketRow, error) { return readAll[SocketRow](r, Sock
 // wrapping os.ErrNotExist for runs recorded before it existed.
 func (r *Run) NICs() ([]NICStatRow, error) { return readAll[NICStatRow](r, NICsFile) }
 
+// Drops returns every row of the drops table, in written order; an error
+// wrapping os.ErrNotExist for runs recorded before it existed.
+func (r *Run) Drops() ([]DropRow, error) { return readAll[DropRow](r, DropsFile) }
+
 func readAll[T any](r *Run, file string) ([]T, error) {
 	var all []T
 	err := Scan(r, file, func(rows []T) error {

@@ -43,10 +43,12 @@ const (
 	SocketsFile = "sockets.parquet"
 	// NICsFile holds the drivers' statistics (NICStatRow).
 	NICsFile = "nics.parquet"
+	// DropsFile holds the kernel's packet drops by reason (DropRow).
+	DropsFile = "drops.parquet"
 )
 
 // TableFiles lists every table, in the order the Writer writes them.
-var TableFiles = []string{IfacesFile, CPUsFile, FlowsFile, TrafficFile, ProbesFile, SocketsFile, NICsFile}
+var TableFiles = []string{IfacesFile, CPUsFile, FlowsFile, TrafficFile, ProbesFile, SocketsFile, NICsFile, DropsFile}
 
 // TableDir is the directory of table file's part files in a v2 run:
 // "flows" for FlowsFile.
@@ -399,4 +401,22 @@ type NICStatRow struct {
 	Direction  *string   `parquet:"direction,optional"`
 	Queue      *int32    `parquet:"queue,optional"`
 	Value      uint64    `parquet:"value"`
+}
+
+// DropRow is the packets the kernel dropped on one CPU for one reason in
+// one interval (skb:kfree_skb, the drops probe): Reason is the kernel's
+// enum skb_drop_reason name without its SKB_DROP_REASON_ prefix
+// (NO_SOCKET, TCP_CSUM, QDISC_DROP, SOCKET_RCVBUFF, ...; "unknown ..." on
+// kernels before 5.17, which pass none), ReasonCode its value. Bytes sums
+// skb->len (what the skb held where it was dropped: with or without L2
+// headers depending on the layer). Only CPUs and reasons with drops have
+// rows; no rows at all when the probe did not run (manifest probes).
+type DropRow struct {
+	Time       time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	IntervalNs int64     `parquet:"interval_ns"`
+	CPU        int32     `parquet:"cpu"`
+	Reason     string    `parquet:"reason"`
+	ReasonCode int32     `parquet:"reason_code"`
+	Packets    uint64    `parquet:"packets"`
+	Bytes      uint64    `parquet:"bytes"`
 }

@@ -48,6 +48,7 @@ type Interval struct {
 	Probes  []ProbeRow
 	Sockets []SocketRow
 	NICs    []NICStatRow
+	Drops   []DropRow
 }
 
 // Option configures a Writer.
@@ -131,6 +132,7 @@ type Writer struct {
 	probes  *table[ProbeRow]
 	sockets *table[SocketRow]
 	nics    *table[NICStatRow]
+	drops   *table[DropRow]
 
 	merges   sync.WaitGroup // the merge goroutine, if one runs
 	mergeMu  sync.Mutex
@@ -205,7 +207,10 @@ func (w *Writer) openTables(created *[]string) error {
 	if w.sockets, err = newTable[SocketRow](w.dir, SocketsFile, created); err != nil {
 		return err
 	}
-	w.nics, err = newTable[NICStatRow](w.dir, NICsFile, created)
+	if w.nics, err = newTable[NICStatRow](w.dir, NICsFile, created); err != nil {
+		return err
+	}
+	w.drops, err = newTable[DropRow](w.dir, DropsFile, created)
 	return err
 }
 
@@ -251,7 +256,8 @@ func (w *Writer) writeRows(iv Interval) error {
 		w.traffic.write(w.seq, iv.Traffic),
 		w.probes.write(w.seq, iv.Probes),
 		w.sockets.write(w.seq, iv.Sockets),
-		w.nics.write(w.seq, iv.NICs))
+		w.nics.write(w.seq, iv.NICs),
+		w.drops.write(w.seq, iv.Drops))
 }
 
 // Flush checkpoints now, without waiting for WithPartSpan: every table's
@@ -282,7 +288,7 @@ func (w *Writer) span() time.Duration {
 func (w *Writer) flushLocked() error {
 	w.pending = 0
 	return errors.Join(w.ifaces.flush(), w.cpus.flush(), w.flows.flush(),
-		w.traffic.flush(), w.probes.flush(), w.sockets.flush(), w.nics.flush())
+		w.traffic.flush(), w.probes.flush(), w.sockets.flush(), w.nics.flush(), w.drops.flush())
 }
 
 // checkpointLocked closes every table's open part and records the
@@ -315,7 +321,7 @@ func (w *Writer) mergeRemaining() error {
 	}
 	var errs []error
 	for _, take := range []func(int) func() error{w.ifaces.takeMerge, w.cpus.takeMerge, w.flows.takeMerge,
-		w.traffic.takeMerge, w.probes.takeMerge, w.sockets.takeMerge, w.nics.takeMerge} {
+		w.traffic.takeMerge, w.probes.takeMerge, w.sockets.takeMerge, w.nics.takeMerge, w.drops.takeMerge} {
 		for j := take(n); j != nil; j = take(n) {
 			errs = append(errs, j())
 		}
@@ -340,7 +346,7 @@ func (w *Writer) startMerges() {
 	n := w.cfg.compactEvery
 	var jobs []func() error
 	for _, j := range []func() error{w.ifaces.takeMerge(n), w.cpus.takeMerge(n), w.flows.takeMerge(n),
-		w.traffic.takeMerge(n), w.probes.takeMerge(n), w.sockets.takeMerge(n), w.nics.takeMerge(n)} {
+		w.traffic.takeMerge(n), w.probes.takeMerge(n), w.sockets.takeMerge(n), w.nics.takeMerge(n), w.drops.takeMerge(n)} {
 		if j != nil {
 			jobs = append(jobs, j)
 		}
@@ -366,7 +372,7 @@ func (w *Writer) startMerges() {
 // closeParts closes the open part of every table.
 func (w *Writer) closeParts() error {
 	return errors.Join(w.ifaces.closePart(), w.cpus.closePart(), w.flows.closePart(),
-		w.traffic.closePart(), w.probes.closePart(), w.sockets.closePart(), w.nics.closePart())
+		w.traffic.closePart(), w.probes.closePart(), w.sockets.closePart(), w.nics.closePart(), w.drops.closePart())
 }
 
 // Manifest returns a copy of the manifest as it stands (End zero and Status
@@ -427,7 +433,7 @@ func (w *Writer) Close(end time.Time, status string) error {
 	w.merges.Wait()
 	tablesErr := errors.Join(w.mergeErr, w.closeParts(),
 		w.ifaces.ensurePart(w.seq), w.cpus.ensurePart(w.seq), w.flows.ensurePart(w.seq),
-		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq), w.nics.ensurePart(w.seq),
+		w.traffic.ensurePart(w.seq), w.probes.ensurePart(w.seq), w.sockets.ensurePart(w.seq), w.nics.ensurePart(w.seq), w.drops.ensurePart(w.seq),
 		w.mergeRemaining())
 	w.m.End, w.m.Status, w.m.Checkpoint = end.UTC(), status, nil
 	var manifestErr error

@@ -6,6 +6,7 @@ import (
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/sockstate"
 	"github.com/netprof/netprof/probes/softirq"
@@ -103,6 +104,14 @@ func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, er
 		}
 		ps.set.AddReader(r)
 		ps.samplers = append(ps.samplers, sockstate.NewSampler(r, func(netns uint64) bool { return sc.netns[netns] }))
+	}
+	drSpec, err := drops.Spec()
+	if l := ps.set.Load("drops", drSpec, err); l != nil {
+		r, err := drops.NewReader(l)
+		if err != nil {
+			return fail(err)
+		}
+		ps.samplers = append(ps.samplers, drops.NewSampler(r))
 	}
 	ps.samplers = append(ps.samplers, ps.set.Stats())
 	ps.status = ps.set.Status

@@ -35,6 +35,8 @@ var Groups = []Group{
 		"bytes acked/received, retransmitted segments, srtt, min RTT, latest RTT sample, cwnd, windows, delivery rate, " +
 		"busy / receive-window-limited / send-buffer-limited time; a socket closing between two reads leaves its final record " +
 		"(sock:inet_sock_set_state, once per connection)", []string{bpf.TcpiterProgNpTcpIter, bpf.TcpiterProgNpTcpClose}},
+	{"drops", "packets and bytes the kernel dropped, per CPU and drop reason (skb:kfree_skb; the reason from Linux 5.17)",
+		[]string{bpf.DropsProgNpDrop}},
 }
 
 // Default is the "default" preset, bench's default: no program that runs
