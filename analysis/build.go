@@ -33,6 +33,7 @@ type sources struct {
 	traffic source[trace.TrafficRow]
 	blob    source[BlobRow]
 	probes  source[trace.ProbeRow]
+	drops   source[trace.DropRow]
 }
 
 // Tables are a run's rows in memory, for BuildTables.
@@ -47,6 +48,8 @@ type Tables struct {
 	// Probes are probes.parquet rows: the map rows ("map:netdev",
 	// "map:tcp") and the programs' run time (ProbeCost).
 	Probes []trace.ProbeRow
+	// Drops are the drops table's rows (skb:kfree_skb by reason).
+	Drops []trace.DropRow
 }
 
 // Build computes a Report from a run's manifest and table rows with default
@@ -63,16 +66,18 @@ func BuildTables(m trace.Manifest, t Tables, opts Options) (*Report, error) {
 	return build(m, sources{
 		ifaces: sliceSource(t.Ifaces), cpus: sliceSource(t.CPUs), flows: rowFlows(sliceSource(t.Flows)),
 		traffic: sliceSource(t.Traffic), blob: sliceSource(t.Blob), probes: sliceSource(t.Probes),
+		drops: sliceSource(t.Drops),
 	}, opts)
 }
 
 // builder carries the accumulators of one analysis.
 type builder struct {
-	r    *Report
-	opts Options
-	th   Thresholds
-	anom anomalies
-	rows bounds
+	drops map[string]*dropAcc
+	r     *Report
+	opts  Options
+	th    Thresholds
+	anom  anomalies
+	rows  bounds
 
 	traffic trafficAcc
 	rx, tx  ifaceSide
@@ -143,12 +148,16 @@ func (b *builder) scanPhase2(src sources) error {
 		return err
 	}
 	maps := b.maps.add(b)
-	return scanTable(b, trace.ProbesFile, src.probes, func(rows []trace.ProbeRow) error {
+	err := scanTable(b, trace.ProbesFile, src.probes, func(rows []trace.ProbeRow) error {
 		for i := range rows {
 			b.cost.row(b, &rows[i])
 		}
 		return maps(rows)
 	})
+	if err != nil {
+		return err
+	}
+	return scanTable(b, trace.DropsFile, src.drops, b.addDrops)
 }
 
 // scanTable feeds src to fn; a missing table reads as empty with a note.
@@ -217,6 +226,7 @@ func (b *builder) finish() {
 		r.note("manifest has no end time (run interrupted or still recording): run ends at the last row's time")
 	}
 	b.windows() // again: the run bounds may have grown with cpus and flows rows
+	b.finishDrops()
 	b.noteApprox()
 	b.notePartialNulls()
 	b.cpu.finish(b)

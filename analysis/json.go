@@ -43,10 +43,14 @@ type JSONReport struct {
 	// (traffic.incoming_cpu); empty when not recorded.
 	ReceiveSteering []JSONSteering `json:"receive_steering"`
 	ProbeCostNA     string         `json:"probe_cost_na,omitempty"`
-	Verdicts        []JSONVerdict  `json:"verdicts"`
-	FiredVerdicts   []string       `json:"fired_verdicts"`
-	Notes           []string       `json:"notes"`
-	PrimaryCounter  string         `json:"primary_counter"`
+	// Drops are the kernel's packet drops by reason (skb:kfree_skb, whole
+	// run, most first); null when the drops probe did not run (DropsNA).
+	Drops          []JSONDrop    `json:"drops"`
+	DropsNA        string        `json:"drops_na,omitempty"`
+	Verdicts       []JSONVerdict `json:"verdicts"`
+	FiredVerdicts  []string      `json:"fired_verdicts"`
+	Notes          []string      `json:"notes"`
+	PrimaryCounter string        `json:"primary_counter"`
 }
 
 // JSONThroughput holds both directions.
@@ -284,4 +288,12 @@ type JSONSteering struct {
 	NapiID     uint32 `json:"incoming_napi_id"`
 	Bytes      uint64 `json:"received_app_bytes"`
 	CPUChanges int    `json:"incoming_cpu_changes"`
+}
+
+// JSONDrop is one drop reason over the run.
+type JSONDrop struct {
+	Reason  string `json:"reason"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+	CPUs    []int  `json:"cpus"`
 }

@@ -27,6 +27,14 @@ func (r *Report) JSON() JSONReport {
 	out.RTT = jsonRTT(r.RTT)
 	out.FlowTable, out.SocketTable = jsonFlowTable(r.FlowTable), jsonSocketTable(r.SocketTable)
 	out.ProbeCost, out.ProbeCostNA = jsonProbeCost(r)
+	if r.Drops == nil {
+		out.DropsNA = r.reason(figDrops, "drops probe did not run")
+	} else {
+		out.Drops = []JSONDrop{}
+		for _, d := range r.Drops {
+			out.Drops = append(out.Drops, JSONDrop{Reason: d.Reason, Packets: d.Packets, Bytes: d.Bytes, CPUs: d.CPUs})
+		}
+	}
 	out.ReceiveSteering = []JSONSteering{}
 	for _, s := range r.Steering {
 		out.ReceiveSteering = append(out.ReceiveSteering, JSONSteering{Stream: s.Stream, Local: s.Local, Remote: s.Remote,

@@ -309,6 +309,11 @@ type Report struct {
 	// RetxTimeline is sender retransmits per interval (TCP_INFO, else BPF).
 	RetxTimeline []CountPoint
 
+	// Drops are the kernel's packet drops by reason over the run (drops
+	// table), most first; nil when the drops probe did not run (the
+	// reason says why), empty when it ran and nothing was dropped.
+	Drops []DropReason
+
 	// Blob summarises HTTP 503s of blob rows; nil without blob rows.
 	Blob *BlobSummary
 

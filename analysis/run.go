@@ -25,6 +25,7 @@ func Analyze(run *trace.Run, opts Options) (*Report, error) {
 		traffic: structSource[trace.TrafficRow](run, trace.TrafficFile),
 		blob:    structSource[BlobRow](run, trace.TrafficFile),
 		probes:  structSource[trace.ProbeRow](run, trace.ProbesFile),
+		drops:   structSource[trace.DropRow](run, trace.DropsFile),
 	}, opts)
 }
 
@@ -39,6 +40,7 @@ func runSources(run *trace.Run) sources {
 		traffic: runSource[trace.TrafficRow](run, trace.TrafficFile),
 		blob:    runSource[BlobRow](run, trace.TrafficFile),
 		probes:  runSource[trace.ProbeRow](run, trace.ProbesFile),
+		drops:   runSource[trace.DropRow](run, trace.DropsFile),
 	}
 }
 

@@ -251,6 +251,7 @@ func (r *Report) summaryFigures(s *summary) {
 	s.add("hot core     ", r.hotCoreText())
 	s.add("RTT floor    ", r.rttFloorText())
 	s.add("retransmits  ", r.retxText())
+	s.add("drops        ", r.DropsLine())
 	s.add("probe cost   ", r.ProbeCostLine())
 	dir := orDash(r.Dir)
 	s.add("trace        ", dir)

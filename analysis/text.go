@@ -34,6 +34,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeFlows(p)
 	r.writeBDP(p)
 	r.writeRetransmits(p)
+	p.line("")
+	p.line("drops (skb:kfree_skb, every CPU, whole run): %s", r.DropsLine())
 	r.writeVerdicts(p)
 	r.writeNotes(p)
 	return p.err
