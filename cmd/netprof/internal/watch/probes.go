@@ -5,6 +5,7 @@ import (
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/softirq"
@@ -19,6 +20,7 @@ type probes struct {
 	tcp     loader.Sampler
 	tcpsock loader.Sampler
 	softirq loader.Sampler
+	drops   loader.Sampler
 	status  []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap
@@ -68,6 +70,12 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 			ps.softirq = softirq.NewSampler(r)
 		}
 	}
+	spec, err = drops.Spec()
+	if l := ps.set.Load("drops", spec, err); l != nil {
+		if r, err := drops.NewReader(l); err == nil {
+			ps.drops = drops.NewSampler(r)
+		}
+	}
 	ps.status = ps.set.Status
 	if ps.maps, err = ps.set.Maps(); err != nil {
 		log.Warn("manifest lists only some BPF maps", "err", err)
@@ -94,6 +102,9 @@ func (ps *probes) samplers(tr *ifaces.Tracker, fallback loader.Sampler) []loader
 		out = append(out, ps.softirq)
 	} else if fallback != nil {
 		out = append(out, fallback)
+	}
+	if ps.drops != nil {
+		out = append(out, ps.drops)
 	}
 	if ps.set != nil && len(ps.set.Loaded) > 0 {
 		out = append(out, ps.set.Stats())
