@@ -274,7 +274,7 @@ func (r *Report) writeVerdictSummary(p *printer) {
 // writeVerdicts writes every rule with its status, evidence and thresholds.
 func (r *Report) writeVerdicts(p *printer) {
 	p.line("")
-	p.line("verdicts (rules in the README, \"Reading the report\"; evidence and thresholds beside each)")
+	p.line("verdicts (rules in docs/report.md; evidence and thresholds beside each)")
 	for _, v := range r.Verdicts {
 		name := v.Rule
 		if v.Fired() {

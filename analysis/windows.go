@@ -49,7 +49,7 @@ func (p Point) RateBps() float64 {
 }
 
 // Windows holds the three throughput figures of one counter over a run
-// (see the README, "Reading the report"). Rates are in bit/s.
+// (see docs/report.md). Rates are in bit/s.
 type Windows struct {
 	// PeakBps is the largest single-interval rate, bit/s; PeakAt is the end
 	// of that interval (the earliest one on ties), zero when no interval has

@@ -48,8 +48,8 @@ var Groups = []Group{
 // softirq time alone, interface bytes counted by BPF, per-flow L2 bytes
 // (flows get the socket's payload bytes), the per-ACK RTT histogram and
 // NAPI budget figures. Those need "deep" (every group), whose per-packet
-// hooks cost 10-25% of throughput on a CPU-bound path (README, "Probe
-// cost"; BenchmarkProbeCostSets).
+// hooks cost 10-25% of throughput on a CPU-bound path (docs/probes.md,
+// "Probe cost"; BenchmarkProbeCostSets).
 var Default = []string{"sockstate", "tcpsock"}
 
 // groupNames returns the group names, comma-separated.
