@@ -42,7 +42,7 @@ func TestDocsNameEveryColumn(t *testing.T) {
 			if name == "" || name == "time" || name == "interval_ns" {
 				continue // every table's, described once above the tables
 			}
-			if !regexp.MustCompile(`(^|[^a-z0-9_])` + regexp.QuoteMeta(name) + `($|[^a-z0-9_])`).MatchString(line) &&
+			if !regexp.MustCompile(`(^|[^a-z0-9_])`+regexp.QuoteMeta(name)+`($|[^a-z0-9_])`).MatchString(line) &&
 				!mentionedAsPair(line, name) {
 				missing = append(missing, name)
 			}
