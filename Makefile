@@ -57,7 +57,7 @@ vet: ## go vet and gofmt check
 
 .PHONY: bench-traffic
 bench-traffic: ## compare netprof's generator with iperf3 on a veth pair: 1/4/16 streams, 3 pairs, 5 s each (root, iperf3; ~2 min; not in test)
-	$(GO) run ./traffic/perfcmp $(BENCH_TRAFFIC_FLAGS)
+	$(GO) run ./tools/perfcmp $(BENCH_TRAFFIC_FLAGS)
 
 fmt: ## gofmt the Go code
 	gofmt -w $$(git ls-files '*.go')

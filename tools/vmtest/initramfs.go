@@ -16,7 +16,7 @@ import (
 
 // guestTools are the host programs the tests exec, copied into the guest's
 // /usr/bin with their libraries. optionalTools are copied when the host has
-// them (iperf3 is only for traffic/perfcmp).
+// them (iperf3 is only for tools/perfcmp).
 var (
 	guestTools    = []string{"ip", "tc", "ss", "nstat"}
 	optionalTools = []string{"iperf3"}
