@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 // EthernetOverheadBytes is what every Ethernet frame costs on the wire
@@ -101,7 +101,7 @@ func (u Units) FormatBytes(b float64) string {
 }
 
 // fmtSize formats a byte size (a window, a block size) in binary units
-// with three significant digits (traffic/units.FormatIBytes): 262144 →
+// with three significant digits (internal/units.FormatIBytes): 262144 →
 // "256 KiB", 1<<20 → "1.00 MiB"; below 1 KiB in bytes.
 func fmtSize(n int64) string { return units.FormatIBytes(uint64(max(n, 0))) }
 
@@ -109,7 +109,7 @@ func fmtSize(n int64) string { return units.FormatIBytes(uint64(max(n, 0))) }
 // decimals, without the unit: 183.6e9 → "183.60".
 func FormatGbps(bps float64) string { return Decimal.FormatRate(bps) }
 
-// ParseRate parses a rated speed or target rate (traffic/units.ParseLinkRate:
+// ParseRate parses a rated speed or target rate (internal/units.ParseLinkRate:
 // "80Gbit", "10Gbit/s", "25G", "100Mbit", "1.25GB/s" decimal; "171Gibit"
 // binary) and returns bit/s. A unit is required: a bare number is an error
 // wrapping ErrNoUnit (ethtool prints speeds in Mb/s). A rate <= 0 is an

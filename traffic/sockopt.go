@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 // Linux limits on the options SockOpts sets.

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/internal/kerneltest"
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/traffic"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 // connectPair dials a listener on loopback with the given options on each

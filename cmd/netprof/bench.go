@@ -16,9 +16,9 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/cpulist"
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 func benchCommand(log *slog.Logger) *cli.Command {
@@ -295,7 +295,7 @@ func sockOpts(c *cli.Context, cfg *bench.Config) error {
 	return nil
 }
 
-// sizeFlag parses a size flag with traffic/units; "" is 0.
+// sizeFlag parses a size flag with internal/units; "" is 0.
 func sizeFlag(c *cli.Context, name string) (int, error) {
 	return parseSizeFlag(name, c.String(name))
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/traffic/blob"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 const blobAuthHelp = "Credentials come from the environment or the URL, never from flags: a SAS in the URL,\n" +

@@ -12,9 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 // trafficCommand groups the two-machine traffic generator's commands.

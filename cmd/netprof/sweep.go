@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/bench"
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 func sweepCommand(log *slog.Logger) *cli.Command {

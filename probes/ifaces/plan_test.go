@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 func lk(idx int, name, kind, driver string, master, lower int, mac string) linkstats.Link {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/probes/linkstats"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 // Auto is the interface name that selects the interface(s) of the default
@@ -178,7 +178,7 @@ func isDefault(n *net.IPNet) bool {
 }
 
 // ParseSpeed parses a link speed such as "100G", "25Gbit", "200Gbit/s" or
-// "40000Mbit" (traffic/units.ParseLinkRate: the unit is required, so
+// "40000Mbit" (internal/units.ParseLinkRate: the unit is required, so
 // ethtool's bare "10000" is refused with a suggestion) into decimal Mbit/s.
 func ParseSpeed(s string) (int64, error) {
 	r, err := units.ParseLinkRate(s)

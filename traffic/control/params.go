@@ -34,8 +34,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/traffic"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 // Direction says which end sends.

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 // shortConfig is a short local-bed run without probes.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 // WriteText writes the summary as the report's last sections: both ends'

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 // SweepConfig is every combination of stream count, block size and window

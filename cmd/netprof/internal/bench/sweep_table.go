@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 // SweepTable is a sweep's one table: per combination its configuration,

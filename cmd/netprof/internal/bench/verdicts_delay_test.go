@@ -12,10 +12,10 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
+	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
-	"github.com/netprof/netprof/traffic/units"
 )
 
 // reanalyze analyses run again with opts, as `netprof analyze` with flags

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netprof/netprof/traffic/units"
+	"github.com/netprof/netprof/internal/units"
 )
 
 func TestParseSize(t *testing.T) {
