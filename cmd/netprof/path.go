@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/progress"
-	"github.com/netprof/netprof/traffic/path"
+	"github.com/netprof/netprof/traffic/pathcheck"
 )
 
 func pathCommand() *cli.Command {
@@ -33,7 +33,7 @@ func pathCommand() *cli.Command {
 			&cli.IntFlag{Name: "port", Value: 22, Usage: "TCP port to connect to (open or closed both answer; a filtered one times out)", EnvVars: []string{"NETPROF_PORT"}},
 			&cli.StringFlag{Name: "compare", Usage: "second peer to measure side by side", EnvVars: []string{"NETPROF_COMPARE"}},
 			&cli.IntFlag{Name: "count", Value: 20, Usage: "TCP connects per peer", EnvVars: []string{"NETPROF_COUNT"}},
-			&cli.DurationFlag{Name: "expect-rtt", Value: path.DefaultExpectRTT, Usage: "RTT floor expected of a nearby peer; above it a hairpin is suspected", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
+			&cli.DurationFlag{Name: "expect-rtt", Value: pathcheck.DefaultExpectRTT, Usage: "RTT floor expected of a nearby peer; above it a hairpin is suspected", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Second, Usage: "per connect", EnvVars: []string{"NETPROF_TIMEOUT"}},
 			&cli.BoolFlag{Name: "json", Usage: "print as JSON", EnvVars: []string{"NETPROF_JSON"}},
 		},
@@ -66,29 +66,29 @@ func runPath(c *cli.Context) error {
 		return fmt.Errorf("netlink: %w", err)
 	}
 	defer h.Close()
-	var checks []path.Check
+	var checks []pathcheck.Check
 	for _, a := range addrs {
-		rt, err := path.Lookup(h, a)
+		rt, err := pathcheck.Lookup(h, a)
 		if err != nil {
 			return err
 		}
 		ap := netip.AddrPortFrom(a, uint16(port))
 		bar := progress.New("connecting to "+ap.String(), count, progress.StdoutIsTerminal(), os.Stderr)
-		res, err := path.Measure(c.Context, nil, ap, path.Options{Count: count, Timeout: c.Duration("timeout"),
+		res, err := pathcheck.Measure(c.Context, nil, ap, pathcheck.Options{Count: count, Timeout: c.Duration("timeout"),
 			Progress: func(done, _ int) { bar.Set(done) }})
 		bar.Finish()
 		if err != nil {
 			return err
 		}
-		checks = append(checks, path.Check{Route: rt, RTT: res})
+		checks = append(checks, pathcheck.Check{Route: rt, RTT: res})
 	}
-	verdicts := make([]path.Verdict, len(checks))
+	verdicts := make([]pathcheck.Verdict, len(checks))
 	for i := range checks {
-		var other *path.Check
+		var other *pathcheck.Check
 		if len(checks) == 2 {
 			other = &checks[1-i]
 		}
-		verdicts[i] = path.Judge(checks[i], c.Duration("expect-rtt"), other)
+		verdicts[i] = pathcheck.Judge(checks[i], c.Duration("expect-rtt"), other)
 	}
 	if c.Bool("json") {
 		return writePathJSON(c.App.Writer, checks, verdicts, c.Duration("expect-rtt"))
@@ -96,18 +96,18 @@ func runPath(c *cli.Context) error {
 	return writePathText(c.App.Writer, checks, verdicts, c.Duration("expect-rtt"))
 }
 
-func writePathText(w io.Writer, checks []path.Check, vs []path.Verdict, expect time.Duration) error {
+func writePathText(w io.Writer, checks []pathcheck.Check, vs []pathcheck.Verdict, expect time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(label string, f func(path.Check, path.Verdict) string) {
+	row := func(label string, f func(pathcheck.Check, pathcheck.Verdict) string) {
 		cells := []string{label}
 		for i, ch := range checks {
 			cells = append(cells, f(ch, vs[i]))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	row("peer", func(ch path.Check, _ path.Verdict) string { return ch.RTT.Addr.String() })
-	row("address", func(ch path.Check, _ path.Verdict) string { return ch.Route.Class })
-	row("route", func(ch path.Check, _ path.Verdict) string {
+	row("peer", func(ch pathcheck.Check, _ pathcheck.Verdict) string { return ch.RTT.Addr.String() })
+	row("address", func(ch pathcheck.Check, _ pathcheck.Verdict) string { return ch.Route.Class })
+	row("route", func(ch pathcheck.Check, _ pathcheck.Verdict) string {
 		if ch.Route.Local {
 			return "local"
 		}
@@ -116,27 +116,27 @@ func writePathText(w io.Writer, checks []path.Check, vs []path.Verdict, expect t
 		}
 		return "via " + ch.Route.Gateway.String() + " dev " + ch.Route.Dev
 	})
-	row("source", func(ch path.Check, _ path.Verdict) string { return addrOrDash(ch.Route.Src) })
-	row("connected prefix", func(ch path.Check, _ path.Verdict) string {
+	row("source", func(ch pathcheck.Check, _ pathcheck.Verdict) string { return addrOrDash(ch.Route.Src) })
+	row("connected prefix", func(ch pathcheck.Check, _ pathcheck.Verdict) string {
 		if !ch.Route.Connected.IsValid() {
 			return "-"
 		}
 		return ch.Route.Connected.String() + " on " + ch.Route.ConnectedDev
 	})
-	row("TCP connect RTT min/p50/p90 (ms)", func(ch path.Check, _ path.Verdict) string {
+	row("TCP connect RTT min/p50/p90 (ms)", func(ch pathcheck.Check, _ pathcheck.Verdict) string {
 		if ch.RTT.Samples == 0 {
 			return "n/a"
 		}
-		return fmt.Sprintf("%.3f / %.3f / %.3f", path.Ms(ch.RTT.Min), path.Ms(ch.RTT.P50), path.Ms(ch.RTT.P90))
+		return fmt.Sprintf("%.3f / %.3f / %.3f", pathcheck.Ms(ch.RTT.Min), pathcheck.Ms(ch.RTT.P50), pathcheck.Ms(ch.RTT.P90))
 	})
-	row("samples", func(ch path.Check, _ path.Verdict) string {
+	row("samples", func(ch pathcheck.Check, _ pathcheck.Verdict) string {
 		return fmt.Sprintf("%d of %d", ch.RTT.Samples, len(ch.RTT.Attempts))
 	})
-	row("verdict", func(_ path.Check, v path.Verdict) string { return v.Status })
+	row("verdict", func(_ pathcheck.Check, v pathcheck.Verdict) string { return v.Status })
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nexpected RTT floor of a nearby peer: %.3f ms (--expect-rtt)\n", path.Ms(expect))
+	fmt.Fprintf(w, "\nexpected RTT floor of a nearby peer: %.3f ms (--expect-rtt)\n", pathcheck.Ms(expect))
 	for i, ch := range checks {
 		fmt.Fprintf(w, "%s: %s; samples: %s\n", ch.RTT.Addr, vs[i].Status, ch.RTT.Kind())
 		for _, e := range vs[i].Evidence {
@@ -153,7 +153,7 @@ func addrOrDash(a netip.Addr) string {
 	return a.String()
 }
 
-func writePathJSON(w io.Writer, checks []path.Check, vs []path.Verdict, expect time.Duration) error {
+func writePathJSON(w io.Writer, checks []pathcheck.Check, vs []pathcheck.Verdict, expect time.Duration) error {
 	type peerJSON struct {
 		Peer          string   `json:"peer"`
 		Port          uint16   `json:"port"`
@@ -179,10 +179,10 @@ func writePathJSON(w io.Writer, checks []path.Check, vs []path.Verdict, expect t
 	}
 	var out []peerJSON
 	for i, ch := range checks {
-		p := peerJSON{Peer: ch.Route.Peer.String(), Port: ch.RTT.Addr.Port(), Class: ch.Route.Class, Public: path.Public(ch.Route.Peer),
+		p := peerJSON{Peer: ch.Route.Peer.String(), Port: ch.RTT.Addr.Port(), Class: ch.Route.Class, Public: pathcheck.Public(ch.Route.Peer),
 			OnLink: ch.Route.OnLink(), Dev: ch.Route.Dev, Samples: ch.RTT.Samples, Connects: ch.RTT.Connected,
 			Refused: ch.RTT.Refused, Timeouts: ch.RTT.Timeouts, Failures: ch.RTT.Fails, Verdict: vs[i].Status,
-			Evidence: vs[i].Evidence, ExpectRTTMs: path.Ms(expect), RTTMeasuredBy: "blocking TCP connect(2), SYN to SYN-ACK or RST"}
+			Evidence: vs[i].Evidence, ExpectRTTMs: pathcheck.Ms(expect), RTTMeasuredBy: "blocking TCP connect(2), SYN to SYN-ACK or RST"}
 		if ch.Route.Gateway.IsValid() {
 			p.Gateway = ch.Route.Gateway.String()
 		}
@@ -193,7 +193,7 @@ func writePathJSON(w io.Writer, checks []path.Check, vs []path.Verdict, expect t
 			p.Connected = ch.Route.Connected.String()
 		}
 		if ch.RTT.Samples > 0 {
-			mn, p50, p90 := path.Ms(ch.RTT.Min), path.Ms(ch.RTT.P50), path.Ms(ch.RTT.P90)
+			mn, p50, p90 := pathcheck.Ms(ch.RTT.Min), pathcheck.Ms(ch.RTT.P50), pathcheck.Ms(ch.RTT.P90)
 			p.MinMs, p.P50Ms, p.P90Ms = &mn, &p50, &p90
 		}
 		out = append(out, p)

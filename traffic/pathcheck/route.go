@@ -3,7 +3,7 @@
 // whether the path looks like a hairpin (traffic to a nearby peer taking a
 // detour through a gateway or a load-balancer edge: milliseconds where
 // microseconds are expected).
-package path
+package pathcheck
 
 import (
 	"fmt"

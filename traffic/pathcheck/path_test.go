@@ -1,4 +1,4 @@
-package path_test
+package pathcheck_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/internal/leakcheck"
-	"github.com/netprof/netprof/traffic/path"
+	"github.com/netprof/netprof/traffic/pathcheck"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/delayline"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -24,29 +24,29 @@ func TestClassify(t *testing.T) {
 		"20.50.1.2": "public", "fd00::1": "private (RFC 4193 ULA)", "2001:2::1": "benchmarking (RFC 5180)",
 		"2603:1030::1": "public", "::ffff:10.0.0.1": "private (RFC 1918)",
 	} {
-		if got := path.Classify(netip.MustParseAddr(a)); got != want {
+		if got := pathcheck.Classify(netip.MustParseAddr(a)); got != want {
 			t.Errorf("Classify(%s) = %q, want %q", a, got, want)
 		}
 	}
 }
 
 func TestJudge(t *testing.T) {
-	near := path.Check{Route: path.Route{Peer: netip.MustParseAddr("10.0.0.5"), Class: "private (RFC 1918)"},
-		RTT: path.Result{Samples: 10, Min: 60 * time.Microsecond}}
-	far := path.Check{Route: path.Route{Peer: netip.MustParseAddr("20.1.2.3"), Gateway: netip.MustParseAddr("10.0.0.1"), Class: "public"},
-		RTT: path.Result{Samples: 10, Min: 2 * time.Millisecond}}
-	if v := path.Judge(near, 0, nil); v.Hairpin() || v.Status != path.StatusOK {
+	near := pathcheck.Check{Route: pathcheck.Route{Peer: netip.MustParseAddr("10.0.0.5"), Class: "private (RFC 1918)"},
+		RTT: pathcheck.Result{Samples: 10, Min: 60 * time.Microsecond}}
+	far := pathcheck.Check{Route: pathcheck.Route{Peer: netip.MustParseAddr("20.1.2.3"), Gateway: netip.MustParseAddr("10.0.0.1"), Class: "public"},
+		RTT: pathcheck.Result{Samples: 10, Min: 2 * time.Millisecond}}
+	if v := pathcheck.Judge(near, 0, nil); v.Hairpin() || v.Status != pathcheck.StatusOK {
 		t.Errorf("near peer: %+v", v)
 	}
-	v := path.Judge(far, 0, &near)
+	v := pathcheck.Judge(far, 0, &near)
 	if !v.Hairpin() || !strings.Contains(strings.Join(v.Evidence, "\n"), "33.33x that of 10.0.0.5") {
 		t.Errorf("far peer: %+v", v)
 	}
-	if v := path.Judge(far, 5*time.Millisecond, nil); v.Hairpin() {
+	if v := pathcheck.Judge(far, 5*time.Millisecond, nil); v.Hairpin() {
 		t.Errorf("far peer with --expect-rtt 5ms: %+v", v)
 	}
-	none := path.Check{Route: near.Route, RTT: path.Result{Timeouts: 3}}
-	if v := path.Judge(none, 0, nil); v.Status != path.StatusUnknown {
+	none := pathcheck.Check{Route: near.Route, RTT: pathcheck.Result{Timeouts: 3}}
+	if v := pathcheck.Judge(none, 0, nil); v.Status != pathcheck.StatusUnknown {
 		t.Errorf("no samples: %+v", v)
 	}
 }
@@ -130,20 +130,20 @@ func TestDirectVsDelayedRouted(t *testing.T) {
 	}
 	defer h.Close()
 	ctx := context.Background()
-	check := func(ap netip.AddrPort) path.Check {
+	check := func(ap netip.AddrPort) pathcheck.Check {
 		t.Helper()
-		rt, err := path.Lookup(h, ap.Addr())
+		rt, err := pathcheck.Lookup(h, ap.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := path.Measure(ctx, a.Do, ap, path.Options{Count: 20, Gap: 10 * time.Millisecond})
+		res, err := pathcheck.Measure(ctx, a.Do, ap, pathcheck.Options{Count: 20, Gap: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return path.Check{Route: rt, RTT: res}
+		return pathcheck.Check{Route: rt, RTT: res}
 	}
 	near, far := check(nearAddr), check(farAddr)
-	for _, ch := range []path.Check{near, far} {
+	for _, ch := range []pathcheck.Check{near, far} {
 		t.Logf("%s: min %v p50 %v p90 %v over %d samples (%s)", ch.Route, ch.RTT.Min, ch.RTT.P50, ch.RTT.P90, ch.RTT.Samples, ch.RTT.Kind())
 	}
 	if !near.Route.OnLink() || near.Route.Dev != a.Link || near.RTT.Refused != 20 || near.RTT.Samples != 20 {
@@ -155,7 +155,7 @@ func TestDirectVsDelayedRouted(t *testing.T) {
 	if far.RTT.Min < 4*time.Millisecond {
 		t.Errorf("routed floor %v below the 4 ms the delay line imposes", far.RTT.Min)
 	}
-	vn, vf := path.Judge(near, 0, &far), path.Judge(far, 0, &near)
+	vn, vf := pathcheck.Judge(near, 0, &far), pathcheck.Judge(far, 0, &near)
 	t.Logf("direct: %s: %s", vn.Status, strings.Join(vn.Evidence, "; "))
 	t.Logf("routed: %s: %s", vf.Status, strings.Join(vf.Evidence, "; "))
 	if vn.Hairpin() {
@@ -182,16 +182,16 @@ func TestConnectedPeerViaGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	rt, err := path.Lookup(h, netip.MustParseAddr("198.18.3.9"))
+	rt, err := pathcheck.Lookup(h, netip.MustParseAddr("198.18.3.9"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := path.Judge(path.Check{Route: rt}, 0, nil)
+	v := pathcheck.Judge(pathcheck.Check{Route: rt}, 0, nil)
 	t.Logf("%s: %s: %v", rt, v.Status, v.Evidence)
 	if rt.Connected != netip.MustParsePrefix("198.18.3.0/24") || !v.Hairpin() {
 		t.Errorf("route %+v verdict %+v: want connected 198.18.3.0/24 and a hairpin", rt, v)
 	}
-	if _, err := path.Lookup(h, netip.MustParseAddr("198.19.255.1")); err == nil {
+	if _, err := pathcheck.Lookup(h, netip.MustParseAddr("198.19.255.1")); err == nil {
 		t.Error("lookup of an unrouted address succeeded")
 	}
 	_ = net.IPv4len
