@@ -1,4 +1,4 @@
-// Package path checks the network path to a peer before a run: the route
+// Package pathcheck checks the network path to a peer before a run: the route
 // the kernel would use (RTM_GETROUTE), TCP connect round-trip times, and
 // whether the path looks like a hairpin (traffic to a nearby peer taking a
 // detour through a gateway or a load-balancer edge: milliseconds where
