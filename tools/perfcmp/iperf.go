@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/traffic/testbed"
 )
 

@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/testbed"
 )

@@ -3,7 +3,7 @@ package control
 import (
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/traffic"
 )
 

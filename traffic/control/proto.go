@@ -9,7 +9,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 )
 
 // Version is the control protocol version this package speaks. The frame

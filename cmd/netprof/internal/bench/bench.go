@@ -17,8 +17,8 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/nicstats"

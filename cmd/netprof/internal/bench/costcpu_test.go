@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/trace"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/trace"
 )
 

@@ -1,8 +1,8 @@
 package bench
 
 import (
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 )

@@ -3,7 +3,7 @@ package bench
 import (
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/trace"
 )
 

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/cpustat"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
 	"github.com/netprof/netprof/traffic/blob"

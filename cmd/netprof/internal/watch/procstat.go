@@ -3,12 +3,12 @@ package watch
 import (
 	"time"
 
-	"github.com/netprof/netprof/probes/cpustat"
+	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/trace"
 )
 
 // procStat is the softirq fallback when the BPF softirq probe is not
-// loaded: per-CPU softirq time from /proc/stat (probes/cpustat: all softirq
+// loaded: per-CPU softirq time from /proc/stat (internal/cpustat: all softirq
 // kinds, not NET_RX alone, in USER_HZ ticks). It writes no trace rows (the
 // cpus table's columns mean NET_RX time from the probe); the view reads
 // Busiest.
