@@ -140,17 +140,17 @@ type Sampler struct {
 // NewSampler returns a sampler reading r.
 func NewSampler(r *Reader) *Sampler { return &Sampler{r: r} }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *Sampler) Name() string { return "drops" }
 
-// Baseline implements loader.Sampler.
+// Baseline implements measure.Sampler.
 func (s *Sampler) Baseline() error {
 	cur, err := s.r.Read()
 	s.prev = cur
 	return err
 }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	cur, err := s.r.Read()
 	if err != nil {

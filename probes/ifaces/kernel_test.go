@@ -10,6 +10,7 @@ import (
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/internal/leakcheck"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
@@ -91,15 +92,15 @@ func loadNetdev(t *testing.T) *netdev.Reader {
 // recorder counts the selected interfaces of ns with netlink, the netdev
 // probe and the fold, like `netprof watch`.
 type recorder struct {
-	rec  *loader.Recorder
+	rec  *measure.Recorder
 	rows []trace.IfaceRow
 }
 
 func newRecorder(tr *ifaces.Tracker, nd *netdev.Reader) *recorder {
 	r := &recorder{}
-	r.rec = &loader.Recorder{
+	r.rec = &measure.Recorder{
 		Period: 200 * time.Millisecond,
-		Samplers: []loader.Sampler{&ifaces.LinkSampler{T: tr}, netdev.NewSampler(nd, tr.Scope),
+		Samplers: []measure.Sampler{&ifaces.LinkSampler{T: tr}, netdev.NewSampler(nd, tr.Scope),
 			&ifaces.FoldSampler{T: tr}},
 		OnInterval: func(_ time.Time, iv *trace.Interval) { r.rows = append(r.rows, iv.Ifaces...) },
 	}

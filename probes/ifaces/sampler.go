@@ -5,7 +5,7 @@ import (
 	"github.com/netprof/netprof/trace"
 )
 
-// LinkSampler is the loader.Sampler that writes one ifaces row per member
+// LinkSampler is the measure.Sampler that writes one ifaces row per member
 // of the tracked groups each interval, from netlink stats64 (the delta over
 // the interval, by ifindex, so a rename does not break the series). Run
 // netdev's Sampler after it (with Tracker.Scope) to fill the BPF columns
@@ -15,10 +15,10 @@ type LinkSampler struct {
 	prev map[int]linkstats.Stats
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *LinkSampler) Name() string { return "netlink-ifaces" }
 
-// Baseline implements loader.Sampler.
+// Baseline implements measure.Sampler.
 func (s *LinkSampler) Baseline() error {
 	if _, err := s.T.Refresh(); err != nil {
 		return err
@@ -32,7 +32,7 @@ func (s *LinkSampler) Baseline() error {
 	return nil
 }
 
-// Sample implements loader.Sampler. A member seen for the first time (it
+// Sample implements measure.Sampler. A member seen for the first time (it
 // joined a group mid-run) is baselined and counts from the next interval;
 // a member whose counters went backwards (re-created) counts from zero.
 func (s *LinkSampler) Sample(iv *trace.Interval, _ int64) error {
@@ -63,13 +63,13 @@ func (s *LinkSampler) Sample(iv *trace.Interval, _ int64) error {
 // every byte once. Rows of other namespaces or interfaces are left alone.
 type FoldSampler struct{ T *Tracker }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *FoldSampler) Name() string { return "fold-ifaces" }
 
-// Baseline implements loader.Sampler.
+// Baseline implements measure.Sampler.
 func (s *FoldSampler) Baseline() error { return nil }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *FoldSampler) Sample(iv *trace.Interval, _ int64) error {
 	netns := s.T.Netns()
 	rows := map[int]trace.IfaceRow{}

@@ -12,7 +12,7 @@ import (
 // renamed mid-run keeps being counted under its new name, one that
 // disappears is noted (its rows stop; it never reads as a silent zero), and
 // a device that joins a selected group (a VF hot-added back) is taken in.
-// It is not safe for concurrent use; a loader.Recorder calls it from one
+// It is not safe for concurrent use; a measure.Recorder calls it from one
 // goroutine.
 type Tracker struct {
 	ns        *linkstats.NS

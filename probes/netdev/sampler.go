@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/netprof/netprof/internal/cpulist"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -34,17 +34,17 @@ func NewSampler(r *Reader, scope Scope) *Sampler {
 	return &Sampler{r: r, scope: scope, online: cpulist.NewSeen()}
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *Sampler) Name() string { return "netdev" }
 
-// Baseline implements loader.Sampler.
+// Baseline implements measure.Sampler.
 func (s *Sampler) Baseline() error {
 	_ = s.online.Update() // unreadable: every CPU keeps its rows
 	_, err := s.r.Read()
 	return err
 }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	_ = s.online.Update()
 	d, err := s.r.Read()
@@ -72,7 +72,7 @@ func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	var lost, ifaceLost Counts
 	for cpu, c := range d.CPUs {
 		if s.online.Keep(cpu, c != (CPUCounts{})) {
-			row := loader.CPURow(iv, cpu)
+			row := measure.CPURow(iv, cpu)
 			if s.r.rxOn {
 				row.RxPackets, row.RxBytes = ptr(c.RxPackets), ptr(c.RxBytes)
 			}

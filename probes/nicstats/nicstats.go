@@ -29,7 +29,7 @@ type Link struct {
 // socket in the interface's namespace).
 type statsFunc func(ifname string) (map[string]uint64, error)
 
-// Sampler is a loader.Sampler writing the nics table.
+// Sampler is a measure.Sampler writing the nics table.
 type Sampler struct {
 	links []Link
 	read  []statsFunc // per link

@@ -28,7 +28,7 @@ const MapHook = "map:sockstate"
 //
 // Rows get Time (the moment the interval's events were drained, the
 // interval end to within the other samplers' run time) and IntervalNs
-// here, as loader.Stamp does not know the sockets table.
+// here, as measure.Stamp does not know the sockets table.
 type Sampler struct {
 	src   Source
 	scope func(netns uint64) bool
@@ -41,17 +41,17 @@ func NewSampler(src Source, scope func(netns uint64) bool) *Sampler {
 	return &Sampler{src: src, scope: scope}
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *Sampler) Name() string { return "sockstate" }
 
-// Baseline implements loader.Sampler: it takes the starting counters.
+// Baseline implements measure.Sampler: it takes the starting counters.
 func (s *Sampler) Baseline() error {
 	st, err := s.src.Stats()
 	s.prev = st
 	return err
 }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, intervalNs int64) error {
 	evs, clk, derr := s.src.Drain()
 	end := clk.Wall.UTC()

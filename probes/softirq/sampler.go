@@ -2,7 +2,7 @@ package softirq
 
 import (
 	"github.com/netprof/netprof/internal/cpulist"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -26,10 +26,10 @@ func newSampler(r *Reader, online *cpulist.Seen) *Sampler {
 	return &Sampler{r: r, online: online}
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *Sampler) Name() string { return "softirq" }
 
-// Baseline implements loader.Sampler. An unreadable online list is not an
+// Baseline implements measure.Sampler. An unreadable online list is not an
 // error: every CPU then gets rows (see cpulist.Seen.Update).
 func (s *Sampler) Baseline() error {
 	_ = s.online.Update()
@@ -38,7 +38,7 @@ func (s *Sampler) Baseline() error {
 	return err
 }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, intervalNs int64) error {
 	_ = s.online.Update() // before the read: a CPU that just came online counts
 	cur, err := s.r.Read()
@@ -49,7 +49,7 @@ func (s *Sampler) Sample(iv *trace.Interval, intervalNs int64) error {
 		if !s.online.Keep(cpu, d != (CPU{})) {
 			continue
 		}
-		row := loader.CPURow(iv, cpu)
+		row := measure.CPURow(iv, cpu)
 		row.NetRxSoftirqNs, row.NetRxSoftirqCount = &d.NetRxNs, &d.NetRxCount
 		row.NetTxSoftirqNs, row.NetTxSoftirqCount = &d.NetTxNs, &d.NetTxCount
 	}

@@ -43,10 +43,10 @@ func NewIterSampler(r *IterReader, nss func() []Netns) *IterSampler {
 // already has (a stream's retransmits 27% high seen on 6.1).
 func (s *IterSampler) LeaveRetransmits() { s.leaveRetx = true }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *IterSampler) Name() string { return "tcpiter" }
 
-// Baseline implements loader.Sampler.
+// Baseline implements measure.Sampler.
 func (s *IterSampler) Baseline() error {
 	socks, _, err := s.r.Read(s.nss())
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *IterSampler) index(socks []SockInfo) map[Key]SockInfo {
 	return m
 }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *IterSampler) Sample(iv *trace.Interval, _ int64) error {
 	socks, closed, err := s.r.Read(s.nss())
 	if err != nil {

@@ -23,10 +23,10 @@ func NewSampler(r *Reader, scope func(netns uint64) bool) *Sampler {
 	return &Sampler{r: r, scope: scope}
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *Sampler) Name() string { return "tcp" }
 
-// Baseline implements loader.Sampler.
+// Baseline implements measure.Sampler.
 func (s *Sampler) Baseline() error {
 	cur, err := s.r.Read()
 	s.prev = cur
@@ -34,7 +34,7 @@ func (s *Sampler) Baseline() error {
 	return err
 }
 
-// Sample implements loader.Sampler.
+// Sample implements measure.Sampler.
 func (s *Sampler) Sample(iv *trace.Interval, _ int64) error {
 	cur, err := s.r.Read()
 	if err != nil {

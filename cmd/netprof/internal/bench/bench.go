@@ -19,6 +19,7 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/nicstats"
@@ -205,7 +206,7 @@ func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*
 	}
 	if nic := nicSampler(links, d.namespaces(), log); nic != nil {
 		defer nic.Close()
-		samplers = slices.Insert(samplers, 1, loader.Sampler(nic)) // beside the netlink rows it goes with
+		samplers = slices.Insert(samplers, 1, measure.Sampler(nic)) // beside the netlink rows it goes with
 	}
 	status, bpfMaps := offProbes(), []trace.BPFMap(nil)
 	if probes != nil {
@@ -233,7 +234,7 @@ func status(ctx context.Context, err error) string {
 
 // transfer records while the driver runs the connected streams to their
 // end, then completes the summary.
-func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, samplers []loader.Sampler, res *Result, log *slog.Logger) error {
+func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, samplers []measure.Sampler, res *Result, log *slog.Logger) error {
 	cpu := &procStatSampler{}
 	tl := newTimeline(cfg, cpu)
 	// /proc/stat right after the BPF samplers, so it fills their cpus rows
@@ -241,7 +242,7 @@ func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, sample
 	// the traffic rows with their phase and takes the CPU figures.
 	samplers = append(samplers, cpu, &trafficSampler{sources: []func() []traffic.StreamSample{d.samples}}, tl)
 	lv := newLive(cfg.Live, cfg.Interval, d)
-	rec := &loader.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log,
+	rec := &measure.Recorder{Samplers: samplers, Period: cfg.Interval, Writer: w, Log: log,
 		OnInterval: func(end time.Time, iv *trace.Interval) {
 			tl.ended(end)
 			d.afterInterval(tl, w)
@@ -288,8 +289,8 @@ func wrap(what string, err error) error {
 
 // buildSamplers returns the samplers in their required order: netlink
 // interface rows first (BPF counts are added to them), then the probes.
-func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, nss []tcpstats.Netns, log *slog.Logger) ([]loader.Sampler, *probeSet, error) {
-	samplers := []loader.Sampler{&linkSampler{links: links, handles: handles}}
+func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, nss []tcpstats.Netns, log *slog.Logger) ([]measure.Sampler, *probeSet, error) {
+	samplers := []measure.Sampler{&linkSampler{links: links, handles: handles}}
 	if cfg.NoBPF {
 		return samplers, nil, nil
 	}

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/sockstate"
@@ -17,7 +17,7 @@ import (
 // probeSet is bench's probes with their samplers.
 type probeSet struct {
 	set      *probeset.Set
-	samplers []loader.Sampler // netdev, tcp, tcpsock, softirq, sockstate, bpf stats: in that order
+	samplers []measure.Sampler // netdev, tcp, tcpsock, softirq, sockstate, bpf stats: in that order
 	status   []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap

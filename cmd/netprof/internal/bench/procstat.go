@@ -2,7 +2,7 @@ package bench
 
 import (
 	"github.com/netprof/netprof/internal/cpustat"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
 )
@@ -33,7 +33,7 @@ type procStatSampler struct {
 	lastOK bool
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (s *procStatSampler) Name() string { return "/proc/stat" }
 
 // Baseline takes the first reading. A failure is not the run's: CPU
@@ -48,7 +48,7 @@ func (s *procStatSampler) Baseline() error {
 	return nil
 }
 
-// Sample implements loader.Sampler: it fills the proc_* and softnet_*
+// Sample implements measure.Sampler: it fills the proc_* and softnet_*
 // columns of iv's cpus rows with each CPU's figures since the previous
 // reading, adding a row for each CPU /proc/stat lists in both readings
 // that has none (no per-CPU probe ran: the probes' columns stay null).
@@ -60,7 +60,7 @@ func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
 	if err == nil && s.ok {
 		for cpu := range cur.CPUs {
 			if _, ok := cpustat.CPUDelta(s.prev, cur, cpu); ok {
-				loader.CPURow(iv, cpu)
+				measure.CPURow(iv, cpu)
 			}
 		}
 	}

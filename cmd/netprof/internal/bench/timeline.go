@@ -38,10 +38,10 @@ func newTimeline(cfg Config, cpu *procStatSampler) *timeline {
 	return &timeline{warmup: cfg.Warmup, measured: cfg.Duration, cooldown: cfg.Cooldown, cpu: cpu}
 }
 
-// Name implements loader.Sampler.
+// Name implements measure.Sampler.
 func (tl *timeline) Name() string { return "phases and /proc/stat" }
 
-// Baseline implements loader.Sampler (the CPU baseline is cpu's).
+// Baseline implements measure.Sampler (the CPU baseline is cpu's).
 func (tl *timeline) Baseline() error { return nil }
 
 // start sets the instant the traffic started.

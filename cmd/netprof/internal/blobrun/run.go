@@ -13,7 +13,7 @@ import (
 
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/internal/cpustat"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
 	"github.com/netprof/netprof/traffic/blob"
@@ -155,12 +155,12 @@ func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfe
 
 // transfer runs x with the recorder sampling it (after the host samplers)
 // every interval.
-func transfer(ctx context.Context, cfg Config, w *trace.Writer, x *blob.Transfer, host []loader.Sampler, log *slog.Logger) error {
+func transfer(ctx context.Context, cfg Config, w *trace.Writer, x *blob.Transfer, host []measure.Sampler, log *slog.Logger) error {
 	role := trace.RoleReceiver
 	if x.Kind() == blob.KindPush {
 		role = trace.RoleSender
 	}
-	rec := &loader.Recorder{Samplers: append(host, &sampler{x: x, role: role}),
+	rec := &measure.Recorder{Samplers: append(host, &sampler{x: x, role: role}),
 		Period: cfg.Interval, Writer: w, Log: log}
 	if cfg.Metrics != nil || cfg.Stream != nil {
 		rec.OnInterval = func(end time.Time, iv *trace.Interval) {

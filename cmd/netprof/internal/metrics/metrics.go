@@ -1,6 +1,6 @@
 // Package metrics serves netprof's per-interval figures as Prometheus
 // metrics. It reads the same trace.Interval rows a run writes to its trace,
-// so any command that drives a loader.Recorder (watch, bench, blob) can
+// so any command that drives a measure.Recorder (watch, bench, blob) can
 // export them by calling Observe from the recorder's OnInterval hook: the
 // counters then equal the sums of the trace's columns.
 //

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -110,7 +111,7 @@ func (s *Set) Maps() ([]trace.BPFMap, error) {
 func (s *Set) AddReader(r io.Closer) { s.readers = append(s.readers, r) }
 
 // Stats returns the sampler of every loaded probe's program statistics.
-func (s *Set) Stats() loader.Sampler { return &loader.StatsSampler{Probes: s.Loaded} }
+func (s *Set) Stats() measure.Sampler { return &loader.StatsSampler{Probes: s.Loaded} }
 
 // Close stops the event readers, detaches every probe and turns BPF
 // statistics off again. It is idempotent.

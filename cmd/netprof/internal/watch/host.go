@@ -4,7 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
@@ -61,8 +61,8 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 
 // Samplers returns the recorder samplers, in their required order; append
 // the command's own samplers after them.
-func (h *Host) Samplers() []loader.Sampler {
-	var fallback loader.Sampler
+func (h *Host) Samplers() []measure.Sampler {
+	var fallback measure.Sampler
 	if h.ps.softirq == nil {
 		fallback = newProcStat()
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
@@ -16,11 +17,11 @@ import (
 // probes is every BPF probe watch loaded, with its samplers.
 type probes struct {
 	set     *probeset.Set
-	netdev  loader.Sampler // nil when not loaded
-	tcp     loader.Sampler
-	tcpsock loader.Sampler
-	softirq loader.Sampler
-	drops   loader.Sampler
+	netdev  measure.Sampler // nil when not loaded
+	tcp     measure.Sampler
+	tcpsock measure.Sampler
+	softirq measure.Sampler
+	drops   measure.Sampler
 	status  []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap
@@ -86,8 +87,8 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 // samplers returns the recorder's samplers in their required order:
 // netlink rows, BPF counts on them, the counting rule, then TCP (which
 // attaches to the folded flow rows), softirq and program statistics.
-func (ps *probes) samplers(tr *ifaces.Tracker, fallback loader.Sampler) []loader.Sampler {
-	out := []loader.Sampler{&ifaces.LinkSampler{T: tr}}
+func (ps *probes) samplers(tr *ifaces.Tracker, fallback measure.Sampler) []measure.Sampler {
+	out := []measure.Sampler{&ifaces.LinkSampler{T: tr}}
 	if ps.netdev != nil {
 		out = append(out, ps.netdev)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/cpustat"
-	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/queues"
@@ -115,12 +115,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	if ps.softirq == nil {
 		fallback = newProcStat()
 	}
-	var sampler loader.Sampler
+	var sampler measure.Sampler
 	if fallback != nil {
 		sampler = fallback
 	}
 	printHeader(cfg.W, sel, ps)
-	rec := &loader.Recorder{Samplers: ps.samplers(tr, sampler), Period: cfg.Interval, Log: log}
+	rec := &measure.Recorder{Samplers: ps.samplers(tr, sampler), Period: cfg.Interval, Log: log}
 	var w *trace.Writer
 	if cfg.Out != "" {
 		m := manifest(cfg, ns.Netns, sel, ps.status)

@@ -1,4 +1,9 @@
-package loader
+// Package measure runs a measurement's interval loop: samplers (netlink,
+// /proc, BPF maps, the traffic generator) read in order once per interval
+// into one trace.Interval, stamped with the interval's end and length and
+// written to the trace. loader loads and attaches the probes; their
+// samplers, and the commands' own, run here.
+package measure
 
 import (
 	"context"
