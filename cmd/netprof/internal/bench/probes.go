@@ -1,15 +1,11 @@
 package bench
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/measure"
-	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/probes/netdev"
-	"github.com/netprof/netprof/probes/sockstate"
-	"github.com/netprof/netprof/probes/softirq"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 )
@@ -17,7 +13,7 @@ import (
 // probeSet is bench's probes with their samplers.
 type probeSet struct {
 	set      *probeset.Set
-	samplers []measure.Sampler // netdev, tcp, tcpsock, softirq, sockstate, bpf stats: in that order
+	samplers []measure.Sampler // probeset.Probes order, then bpf stats
 	status   []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap
@@ -51,70 +47,21 @@ type probeOptions struct {
 // recorded in status and skipped; the run goes on with the others.
 func loadProbesWith(sc scope, opt probeOptions, log *slog.Logger) (*probeSet, error) {
 	ps := &probeSet{set: probeset.New(opt.Probes, opt.BPFStats, log)}
-	fail := func(err error) (*probeSet, error) { return nil, errors.Join(err, ps.Close()) }
-	ndSpec, err := netdev.Spec(netdev.Options{FlowEntries: opt.FlowEntries})
-	if l := ps.set.Load("netdev", ndSpec, err); l != nil {
-		r, err := netdev.NewReader(l)
-		if err != nil {
-			return fail(err)
-		}
-		if err := r.CacheErr(); err != nil {
-			log.Info("netdev per-CPU cache off; counting in the hash maps directly", "reason", err)
-		}
-		ps.samplers = append(ps.samplers, netdev.NewSampler(r, func(netns uint64, ifindex uint32) (string, bool) {
+	groups, samplers := ps.set.LoadAll(probeset.Scope{
+		FlowEntries: opt.FlowEntries,
+		Iface: func(netns uint64, ifindex uint32) (string, bool) {
 			n, ok := sc.names[netdev.IfaceKey{Netns: netns, Ifindex: ifindex}]
 			return n, ok
-		}))
-	}
-	tcSpec, err := tcpstats.Spec(tcpstats.Options{})
-	tcpProbe := false
-	if l := ps.set.Load("tcp", tcSpec, err); l != nil {
-		tcpProbe = true
-		r, err := tcpstats.NewReader(l)
-		if err != nil {
-			return fail(err)
-		}
-		ps.samplers = append(ps.samplers, tcpstats.NewSampler(r, func(netns uint64) bool { return sc.netns[netns] }))
-	}
-	itSpec, err := tcpstats.IterSpec(tcpstats.IterOptions{})
-	if l := ps.set.Load("tcpsock", itSpec, err); l != nil {
-		r, err := tcpstats.NewIterReader(l)
-		if err != nil {
-			return fail(err)
-		}
-		it := tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return sc.nss })
-		if tcpProbe {
-			it.LeaveRetransmits()
-		}
-		ps.samplers = append(ps.samplers, it)
-	}
-	siSpec, err := softirq.Spec()
-	if l := ps.set.Load("softirq", siSpec, err); l != nil {
-		r, err := softirq.NewReader(l)
-		if err != nil {
-			return fail(err)
-		}
-		ps.samplers = append(ps.samplers, softirq.NewSampler(r))
-	}
-	ssSpec, err := sockstate.Spec(sockstate.Options{})
-	if l := ps.set.Load("sockstate", ssSpec, err); l != nil {
-		r, err := sockstate.NewReader(l)
-		if err != nil {
-			return fail(err)
-		}
-		ps.set.AddReader(r)
-		ps.samplers = append(ps.samplers, sockstate.NewSampler(r, func(netns uint64) bool { return sc.netns[netns] }))
-	}
-	drSpec, err := drops.Spec()
-	if l := ps.set.Load("drops", drSpec, err); l != nil {
-		r, err := drops.NewReader(l)
-		if err != nil {
-			return fail(err)
-		}
-		ps.samplers = append(ps.samplers, drops.NewSampler(r))
+		},
+		InRun:      func(netns uint64) bool { return sc.netns[netns] },
+		Namespaces: func() []tcpstats.Netns { return sc.nss },
+	})
+	for _, g := range groups {
+		ps.samplers = append(ps.samplers, samplers[g])
 	}
 	ps.samplers = append(ps.samplers, ps.set.Stats())
 	ps.status = ps.set.Status
+	var err error
 	if ps.maps, err = ps.set.Maps(); err != nil {
 		log.Warn("manifest lists only some BPF maps", "err", err)
 	}

@@ -18,7 +18,7 @@ func TestParse(t *testing.T) {
 		{"tcp", []string{"tcp"}, ""},
 		{" netdev , tcp,netdev", []string{"netdev", "tcp"}, ""},
 		{"default", []string{"sockstate", "tcpsock"}, ""},
-		{"tcp,bogus", nil, `unknown probe group "bogus": want default, deep (= all), or some of netdev,napi,softirq,tcp,sockstate,tcpsock`},
+		{"tcp,bogus", nil, `unknown probe group "bogus": want default, deep (= all), or some of netdev,napi,softirq,tcp,sockstate,tcpsock,drops`},
 	} {
 		got, err := Parse(tc.in)
 		if tc.wantErr != "" {
@@ -41,8 +41,16 @@ func TestParse(t *testing.T) {
 			seen[p] = true
 		}
 	}
-	if len(seen) != 10 {
-		t.Errorf("%d programs in the groups, want the 10 attached programs", len(seen))
+	if len(seen) != 11 {
+		t.Errorf("%d programs in the groups, want the 11 attached programs", len(seen))
+	}
+	// Every registered probe is a group --probes knows, once.
+	reg := map[string]bool{}
+	for _, p := range Probes {
+		if reg[p.Group] || !slices.ContainsFunc(Groups, func(g Group) bool { return g.Name == p.Group }) {
+			t.Errorf("probe %q registered twice or not a group", p.Group)
+		}
+		reg[p.Group] = true
 	}
 }
 

@@ -25,7 +25,9 @@ type Set struct {
 	skip    map[string]string
 	readers []io.Closer
 	stats   io.Closer
-	log     *slog.Logger
+	// loadedGroups are the groups LoadAll gave a sampler, in order.
+	loadedGroups []string
+	log          *slog.Logger
 }
 
 // New starts a set attaching the groups selected (nil: all of Groups).

@@ -6,34 +6,33 @@ import (
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/measure"
-	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
-	"github.com/netprof/netprof/probes/softirq"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 )
 
 // probes is every BPF probe watch loaded, with its samplers.
 type probes struct {
-	set     *probeset.Set
-	netdev  measure.Sampler // nil when not loaded
-	tcp     measure.Sampler
-	tcpsock measure.Sampler
-	softirq measure.Sampler
-	drops   measure.Sampler
-	status  []trace.Probe
+	set       *probeset.Set
+	netdev    measure.Sampler // nil when not loaded
+	tcp       measure.Sampler
+	tcpsock   measure.Sampler
+	softirq   measure.Sampler
+	sockstate measure.Sampler
+	drops     measure.Sampler
+	status    []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap
 }
 
-// loadProbes loads those of netdev (its flow table flowEntries long, 0:
-// netdev's default), tcp, the TCP socket iterator (over the watched
-// namespace: do runs a function inside it, nil for the caller's own) and
-// softirq that selected names (probeset groups; nil: all). A probe not
-// selected or that fails to load is recorded in status with its reason and
-// left out; watch goes on with netlink counters (and /proc/stat for softirq
-// time).
+// loadProbes loads the probes of probeset.Probes that selected names
+// (probeset groups; nil: all): netdev's flow table flowEntries long (0:
+// netdev's default), the socket iterator and sockstate over the watched
+// namespace (do runs a function inside it, nil for the caller's own). A
+// probe not selected or that fails to load is recorded in status with its
+// reason and left out; watch goes on with netlink counters (and /proc/stat
+// for softirq time).
 func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uint32, selected []string, log *slog.Logger) *probes {
 	ps := &probes{}
 	if err := loader.Check(log); err != nil {
@@ -41,43 +40,18 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 		return ps
 	}
 	ps.set = probeset.New(selected, true, log)
-	spec, err := netdev.Spec(netdev.Options{FlowEntries: flowEntries})
-	if l := ps.set.Load("netdev", spec, err); l != nil {
-		if r, err := netdev.NewReader(l); err == nil {
-			ps.netdev = netdev.NewSampler(r, tr.Scope)
-		}
-	}
-	spec, err = tcpstats.Spec(tcpstats.Options{})
-	if l := ps.set.Load("tcp", spec, err); l != nil {
-		if r, err := tcpstats.NewReader(l); err == nil {
-			netns := tr.Netns()
-			ps.tcp = tcpstats.NewSampler(r, func(n uint64) bool { return n == netns })
-		}
-	}
-	spec, err = tcpstats.IterSpec(tcpstats.IterOptions{})
-	if l := ps.set.Load("tcpsock", spec, err); l != nil {
-		if r, err := tcpstats.NewIterReader(l); err == nil {
-			nss := []tcpstats.Netns{{Inode: tr.Netns(), Do: do}}
-			it := tcpstats.NewIterSampler(r, func() []tcpstats.Netns { return nss })
-			if ps.tcp != nil {
-				it.LeaveRetransmits()
-			}
-			ps.tcpsock = it
-		}
-	}
-	spec, err = softirq.Spec()
-	if l := ps.set.Load("softirq", spec, err); l != nil {
-		if r, err := softirq.NewReader(l); err == nil {
-			ps.softirq = softirq.NewSampler(r)
-		}
-	}
-	spec, err = drops.Spec()
-	if l := ps.set.Load("drops", spec, err); l != nil {
-		if r, err := drops.NewReader(l); err == nil {
-			ps.drops = drops.NewSampler(r)
-		}
-	}
+	netns := tr.Netns()
+	nss := []tcpstats.Netns{{Inode: netns, Do: do}}
+	_, sm := ps.set.LoadAll(probeset.Scope{
+		FlowEntries: flowEntries,
+		Iface:       tr.Scope,
+		InRun:       func(n uint64) bool { return n == netns },
+		Namespaces:  func() []tcpstats.Netns { return nss },
+	})
+	ps.netdev, ps.tcp, ps.tcpsock, ps.softirq = sm["netdev"], sm["tcp"], sm["tcpsock"], sm["softirq"]
+	ps.sockstate, ps.drops = sm["sockstate"], sm["drops"]
 	ps.status = ps.set.Status
+	var err error
 	if ps.maps, err = ps.set.Maps(); err != nil {
 		log.Warn("manifest lists only some BPF maps", "err", err)
 	}
@@ -104,8 +78,10 @@ func (ps *probes) samplers(tr *ifaces.Tracker, fallback measure.Sampler) []measu
 	} else if fallback != nil {
 		out = append(out, fallback)
 	}
-	if ps.drops != nil {
-		out = append(out, ps.drops)
+	for _, s := range []measure.Sampler{ps.sockstate, ps.drops} {
+		if s != nil {
+			out = append(out, s)
+		}
 	}
 	if ps.set != nil && len(ps.set.Loaded) > 0 {
 		out = append(out, ps.set.Stats())
