@@ -17,11 +17,8 @@
 #include <bpf/bpf_endian.h>
 #include "netprof.h"
 #include "np_cast.h"
+#include "np_const.h"
 
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
 #define MAC_HEADER_UNSET 0xffff
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -5,10 +5,7 @@
 #define NP_SOCK_H
 
 #include "netprof.h"
-
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_TCP 6
+#include "np_const.h"
 
 /* sock_key fills k from the socket's common fields, read directly (tp_btf
  * arguments and iterator sockets are BTF pointers: plain loads, no helper

@@ -36,10 +36,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "np_cast.h"
-
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_TCP 6
+#include "np_const.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
