@@ -40,7 +40,7 @@ func (s *intervalState) next(now time.Time) Interval {
 	}
 	if s.cpuOK {
 		if c, err := cpustat.Read(); err == nil {
-			iv.CPU = cpustat.Delta(s.cpuLast, c)
+			iv.CPU = WireCPU(cpustat.Delta(s.cpuLast, c))
 			s.cpuLast = c
 		}
 	}

@@ -108,7 +108,7 @@ type Interval struct {
 	ReceivedBytes []uint64 `json:"received_bytes,omitempty"`
 	SentBytes     []uint64 `json:"sent_bytes,omitempty"`
 	// CPU is the server host's CPU use and the server process's own.
-	CPU cpustat.Usage `json:"cpu"`
+	CPU CPUUsage `json:"cpu"`
 }
 
 // Result is the server's summary of a whole test.
@@ -123,7 +123,7 @@ type Result struct {
 	ReceivedBytes []uint64 `json:"received_bytes,omitempty"`
 	SentBytes     []uint64 `json:"sent_bytes,omitempty"`
 	// CPU covers the whole test.
-	CPU cpustat.Usage `json:"cpu"`
+	CPU CPUUsage `json:"cpu"`
 }
 
 // frameError marks a frame that could not be read as ours (garbage, too
@@ -213,4 +213,41 @@ func expect(m message, want string) error {
 		return &RemoteError{Code: m.Code, Msg: m.Error}
 	}
 	return fmt.Errorf("got a %q message, want %q: %w", m.Type, want, ErrProtocol)
+}
+
+// CPUUsage is the wire form of a host's CPU use over a period: the
+// server's /proc/stat modes and its own process's CPU time. It is the
+// protocol's own type (cpustat.Usage may change; this may only gain
+// fields), converted with WireCPU and Usage.
+type CPUUsage struct {
+	IntervalNs        int64   `json:"interval_ns"`
+	CPUs              int     `json:"cpus"`
+	UserPct           float64 `json:"user_pct"`
+	NicePct           float64 `json:"nice_pct"`
+	SystemPct         float64 `json:"system_pct"`
+	IdlePct           float64 `json:"idle_pct"`
+	IOWaitPct         float64 `json:"iowait_pct"`
+	IRQPct            float64 `json:"irq_pct"`
+	SoftIRQPct        float64 `json:"softirq_pct"`
+	StealPct          float64 `json:"steal_pct"`
+	BusiestSoftIRQPct float64 `json:"busiest_softirq_pct"`
+	BusiestSoftIRQCPU int     `json:"busiest_softirq_cpu"`
+	ProcessUserS      float64 `json:"process_user_s"`
+	ProcessSystemS    float64 `json:"process_system_s"`
+}
+
+// WireCPU converts a cpustat.Usage to the wire form.
+func WireCPU(u cpustat.Usage) CPUUsage {
+	return CPUUsage{IntervalNs: u.IntervalNs, CPUs: u.CPUs, UserPct: u.UserPct, NicePct: u.NicePct,
+		SystemPct: u.SystemPct, IdlePct: u.IdlePct, IOWaitPct: u.IOWaitPct, IRQPct: u.IRQPct,
+		SoftIRQPct: u.SoftIRQPct, StealPct: u.StealPct, BusiestSoftIRQPct: u.BusiestSoftIRQPct,
+		BusiestSoftIRQCPU: u.BusiestSoftIRQCPU, ProcessUserS: u.ProcessUserS, ProcessSystemS: u.ProcessSystemS}
+}
+
+// Usage converts the wire form back.
+func (c CPUUsage) Usage() cpustat.Usage {
+	return cpustat.Usage{IntervalNs: c.IntervalNs, CPUs: c.CPUs, UserPct: c.UserPct, NicePct: c.NicePct,
+		SystemPct: c.SystemPct, IdlePct: c.IdlePct, IOWaitPct: c.IOWaitPct, IRQPct: c.IRQPct,
+		SoftIRQPct: c.SoftIRQPct, StealPct: c.StealPct, BusiestSoftIRQPct: c.BusiestSoftIRQPct,
+		BusiestSoftIRQCPU: c.BusiestSoftIRQCPU, ProcessUserS: c.ProcessUserS, ProcessSystemS: c.ProcessSystemS}
 }

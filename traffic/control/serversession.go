@@ -292,7 +292,7 @@ loop:
 	// The last, partial interval carries the tail, so the intervals always
 	// add up to the totals.
 	_ = t.sendInterval(iv.next(end))
-	res := Result{DurationNs: end.Sub(start).Nanoseconds(), ReceivedBytes: iv.prevRecv, SentBytes: iv.prevSent, CPU: iv.total()}
+	res := Result{DurationNs: end.Sub(start).Nanoseconds(), ReceivedBytes: iv.prevRecv, SentBytes: iv.prevSent, CPU: WireCPU(iv.total())}
 	err := errors.Join(wrapErr("client", clientErr), wrapErr("receiving", recvErr), wrapErr("sending", sendErr))
 	res.OK = err == nil
 	if err != nil {

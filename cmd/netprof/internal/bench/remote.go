@@ -58,7 +58,7 @@ func (r *remoteRows) flush(tl *timeline, w *trace.Writer, remote []control.Inter
 			break
 		}
 		out.Traffic = append(out.Traffic, r.rows(ri, at, phase, addrs)...)
-		r.usage = append(r.usage, phasedUsage{at, phase, ri.CPU})
+		r.usage = append(r.usage, phasedUsage{at, phase, ri.CPU.Usage()})
 	}
 	if len(out.Traffic) == 0 {
 		return nil
