@@ -24,8 +24,41 @@ func initOpts(id string) charts.GlobalOpts {
 	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "1100px", Height: "420px"})
 }
 
-// secondsSince labels points by seconds since the run start.
-func secondsSince(start, t time.Time) string { return fmt.Sprintf("%.1f", t.Sub(start).Seconds()) }
+// axisLabels labels the points ending at ends by seconds since start, to
+// 0.1 s, with more digits where two would read the same (a final interval
+// cut short ends a few ms after the last full one).
+func axisLabels(start time.Time, ends []time.Time) []string {
+	x := make([]string, len(ends))
+	for digits := 1; digits <= 3; digits++ {
+		seen, dup := map[string]bool{}, false
+		for i, t := range ends {
+			x[i] = fmt.Sprintf("%.*f", digits, t.Sub(start).Seconds())
+			dup = dup || seen[x[i]]
+			seen[x[i]] = true
+		}
+		if !dup {
+			break
+		}
+	}
+	return x
+}
+
+// plotted drops a final interval shorter than half the run's nominal
+// interval: its rate, over a few ms as the run stops, reads as a collapse
+// that did not happen (the figures count it by the analysis's own rules).
+func plotted(r *analysis.Report, pts []analysis.Point) []analysis.Point {
+	if n := len(pts); n > 1 && r.Manifest.IntervalNs > 0 && pts[n-1].IntervalNs < r.Manifest.IntervalNs/2 {
+		return pts[:n-1]
+	}
+	return pts
+}
+
+// gridOpts leaves room above the plot for the title, its subtitle and the
+// y-axis name, and below for the x-axis name and the legend, so none
+// overlaps another.
+func gridOpts() charts.GlobalOpts {
+	return charts.WithGridOpts(opts.Grid{Top: "90", Bottom: "70", Left: "70", Right: "170"})
+}
 
 // throughputChart plots the primary direction's counters per interval with
 // peak, steady state and whole run of the primary counter marked.
@@ -40,12 +73,14 @@ func throughputChart(r *analysis.Report) chart {
 		d = &r.Tx
 	}
 	u := r.Units
-	x := make([]string, len(r.Primary.Points))
-	for i, p := range r.Primary.Points {
-		x[i] = secondsSince(r.RunStart, p.End)
+	pts := plotted(r, r.Primary.Points)
+	ends := make([]time.Time, len(pts))
+	for i, p := range pts {
+		ends[i] = p.End
 	}
+	x := axisLabels(r.RunStart, ends)
 	line := charts.NewLine()
-	line.SetGlobalOptions(initOpts("np_throughput"),
+	line.SetGlobalOptions(initOpts("np_throughput"), gridOpts(),
 		charts.WithTitleOpts(opts.Title{Title: "Throughput " + d.Name + " (" + u.RateUnit() + ", per interval)",
 			Subtitle: "marked: peak, steady state and whole run of " + r.Primary.Label}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
@@ -61,8 +96,8 @@ func throughputChart(r *analysis.Report) chart {
 		for _, p := range rt.Points {
 			byEnd[p.End.UnixNano()] = u.Rate(p.RateBps())
 		}
-		data := make([]opts.LineData, len(r.Primary.Points))
-		for i, p := range r.Primary.Points {
+		data := make([]opts.LineData, len(pts))
+		for i, p := range pts {
 			v, ok := byEnd[p.End.UnixNano()]
 			if !ok {
 				data[i] = opts.LineData{Value: nil}
@@ -73,10 +108,13 @@ func throughputChart(r *analysis.Report) chart {
 		var so []charts.SeriesOpts
 		if rt.Counter == r.Primary.Counter {
 			w := rt.W
-			so = append(so, charts.WithMarkLineNameYAxisItemOpts(
-				opts.MarkLineNameYAxisItem{Name: "peak", YAxis: round3(u.Rate(w.PeakBps))},
-				opts.MarkLineNameYAxisItem{Name: "steady state", YAxis: round3(u.Rate(w.SteadyBps))},
-				opts.MarkLineNameYAxisItem{Name: "whole run", YAxis: round3(u.Rate(w.WholeRunBps))}),
+			peak, steady := round3(u.Rate(w.PeakBps)), round3(u.Rate(w.SteadyBps))
+			marks := []opts.MarkLineNameYAxisItem{{Name: "peak", YAxis: peak}, {Name: "steady state", YAxis: steady}}
+			if math.Abs(peak-steady) < 0.02*peak { // one line, one label: two would print over each other
+				marks = []opts.MarkLineNameYAxisItem{{Name: "peak ≈ steady state", YAxis: peak}}
+			}
+			marks = append(marks, opts.MarkLineNameYAxisItem{Name: "whole run", YAxis: round3(u.Rate(w.WholeRunBps))})
+			so = append(so, charts.WithMarkLineNameYAxisItemOpts(marks...),
 				charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Label: &opts.Label{Show: opts.Bool(true), Formatter: "{b}: {c}"}}))
 		}
 		line.AddSeries(rt.Label, data, so...)
@@ -97,10 +135,7 @@ func heatChart(r *analysis.Report) chart {
 		c.Missing = "no cpus rows (probes off)"
 		return c
 	}
-	x := make([]string, len(h.BinEnds))
-	for i, t := range h.BinEnds {
-		x[i] = secondsSince(r.RunStart, t)
-	}
+	x := axisLabels(r.RunStart, h.BinEnds)
 	y := make([]string, len(h.CPUs))
 	var data []opts.HeatMapData
 	for ci, cpu := range h.CPUs {
@@ -112,7 +147,7 @@ func heatChart(r *analysis.Report) chart {
 		}
 	}
 	hm := charts.NewHeatMap()
-	hm.SetGlobalOptions(initOpts("np_cpu_heat"),
+	hm.SetGlobalOptions(initOpts("np_cpu_heat"), gridOpts(),
 		charts.WithTitleOpts(opts.Title{Title: "NET_RX softirq, % of each CPU's time (cpus.net_rx_softirq_ns / interval_ns)"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "s since run start", Data: x}),
@@ -146,7 +181,7 @@ func rttChart(r *analysis.Report) chart {
 	}
 	t := r.RTT
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(initOpts("np_rtt_hist"),
+	bar.SetGlobalOptions(initOpts("np_rtt_hist"), gridOpts(),
 		charts.WithTitleOpts(opts.Title{Title: "TCP RTT (µs): each flow-interval's p50 and p99, weighted by its rtt_samples",
 			Subtitle: fmt.Sprintf("all flows, whole run: min %d µs, max %d µs; p50 of the p50s %d µs, p99 of the p99s %d µs; "+
 				"the trace keeps per-interval min/p50/p99/max, not the samples", t.MinUs, t.MaxUs, t.P50Us, t.P99Us)}),
@@ -166,14 +201,15 @@ func retxChart(r *analysis.Report) chart {
 		c.Missing = "no sender retransmits recorded"
 		return c
 	}
-	x := make([]string, len(r.RetxTimeline))
+	ends := make([]time.Time, len(r.RetxTimeline))
 	data := make([]opts.BarData, len(r.RetxTimeline))
 	for i, p := range r.RetxTimeline {
-		x[i] = secondsSince(r.RunStart, p.End)
+		ends[i] = p.End
 		data[i] = opts.BarData{Value: p.Count}
 	}
+	x := axisLabels(r.RunStart, ends)
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(initOpts("np_retx"),
+	bar.SetGlobalOptions(initOpts("np_retx"), gridOpts(),
 		charts.WithTitleOpts(opts.Title{Title: "Sender retransmits per interval (segments; " + r.Retx.Source + ")"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
