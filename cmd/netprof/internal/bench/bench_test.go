@@ -73,9 +73,12 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("namespace %s left behind", name)
 		}
 	}
-	for _, f := range []string{trace.ManifestFile, trace.IfacesFile, trace.CPUsFile, trace.FlowsFile, trace.TrafficFile, trace.ProbesFile, trace.SocketsFile} {
-		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
-			t.Errorf("trace file: %v", err)
+	if _, err := os.Stat(filepath.Join(cfg.Out, trace.ManifestFile)); err != nil {
+		t.Errorf("trace: %v", err)
+	}
+	for _, f := range trace.TableFiles { // a closed part each, at least
+		if paths, err := trace.TablePaths(cfg.Out, f); err != nil || len(paths) == 0 {
+			t.Errorf("trace table %s: parts %v, %v", f, paths, err)
 		}
 	}
 	run, err := trace.Open(cfg.Out)
@@ -247,7 +250,7 @@ func TestBenchNoBPF(t *testing.T) {
 		t.Errorf("report does not say the probes were off:\n%s", b.String())
 	}
 	// The note names what was off, never "probe all () not attached".
-	if strings.Contains(b.String(), "()") || !strings.Contains(b.String(), "probe all (every probe group: netdev, napi, softirq, tcp, sockstate, tcpsock) not attached: --no-bpf") {
+	if strings.Contains(b.String(), "()") || !strings.Contains(b.String(), "probe all (every probe group: netdev, napi, softirq, tcp, sockstate, tcpsock, drops) not attached: --no-bpf") {
 		t.Errorf("report's probes-off note:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "probes off (--no-bpf)") {
