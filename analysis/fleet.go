@@ -91,14 +91,23 @@ func ParseEgressPrice(s string) (EgressPrice, error) {
 // FleetRowOf condenses a report into its fleet row; price may be nil.
 func FleetRowOf(run string, r *Report, price *EgressPrice) FleetRow {
 	m := r.Manifest
-	row := FleetRow{Run: run, Host: m.Host, Start: r.RunStart, Status: m.Status,
+	// The run's own start and end (the manifest's; the report's run
+	// bounds are the measured window when a bench run had a warm-up).
+	start, end := m.Start, m.End
+	if start.IsZero() {
+		start = r.RunStart
+	}
+	if end.IsZero() {
+		end = r.RunEnd
+	}
+	row := FleetRow{Run: run, Host: m.Host, Start: start, Status: m.Status,
 		Command: configString(m.Config, "command"), Streams: ConfigInt(m.Config, "streams"),
 		Verdicts: r.FiredVerdicts()}
 	if row.Verdicts == nil {
 		row.Verdicts = []string{}
 	}
-	if !r.RunStart.IsZero() && r.RunEnd.After(r.RunStart) {
-		row.Seconds = r.RunEnd.Sub(r.RunStart).Seconds()
+	if !start.IsZero() && end.After(start) {
+		row.Seconds = end.Sub(start).Seconds()
 	}
 	if p := r.Primary; p != nil && p.W != nil {
 		row.Counter = r.PrimaryDir + " " + p.Counter
