@@ -75,6 +75,7 @@ func ruleSoftirq(f *facts) Verdict {
 	}
 	below, _ := f.belowRated()
 	v.Evidence = append(v.Evidence, f.linkEvidence())
+	v.Evidence = append(v.Evidence, dropsEvidence(r)...)
 	switch {
 	case !f.sat && len(napi) == 0 && proc:
 		v.Status, v.Summary = NotFired, fmt.Sprintf("no CPU saturated by softirq (busiest %s)", busiestShare(r))
@@ -208,7 +209,7 @@ func ruleWire(f *facts) Verdict {
 			fmtRate(f.r.Units, f.r.RatedBps), f.r.RatedSource, fmtRate(f.r.Units, f.link), pct(f.link/f.r.RatedBps))
 		return v
 	}
-	v.Evidence = []string{f.linkEvidence()}
+	v.Evidence = append([]string{f.linkEvidence()}, dropsEvidence(f.r)...)
 	if below, _ := f.belowRated(); below {
 		v.Status, v.Summary = NotFired, fmt.Sprintf("link at %s of rated", pct(f.link/f.r.RatedBps))
 		return v
@@ -578,4 +579,15 @@ func sendingChrono(send []FlowSummary) (c Chrono, n int) {
 		c.SndbufLimitedUs += fl.Chrono.SndbufLimitedUs
 	}
 	return c, n
+}
+
+// dropsEvidence says where packets were lost when the drops probe saw any
+// (skb:kfree_skb by reason: a softirq-bound receiver drops in the backlog
+// or socket, a full link in the qdisc); none when nothing was dropped or
+// the probe did not run.
+func dropsEvidence(r *Report) []string {
+	if len(r.Drops) == 0 {
+		return nil
+	}
+	return []string{"packets dropped: " + r.DropsLine()}
 }
