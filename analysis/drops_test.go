@@ -42,3 +42,22 @@ func TestDropsByReason(t *testing.T) {
 		t.Errorf("probe on, no drops: %v, %q", r.Drops, r.DropsLine())
 	}
 }
+
+// The softirq and wire rules cite where packets were dropped.
+func TestDropsCitedByRules(t *testing.T) {
+	s := analysistest.Scenario{RatedMbps: 10_000, RateBps: flat(9.3e9)}
+	m := s.Manifest()
+	m.Probes = []trace.Probe{{Name: "np_drop", Hook: "skb:kfree_skb", Attached: true}}
+	ifaces, cpus, flows, traffic := s.Tables()
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic,
+		Drops: []trace.DropRow{{CPU: 0, Reason: "QDISC_DROP", Packets: 40, Bytes: 60000}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range []string{RuleWire, RuleSoftirq} {
+		if ev := strings.Join(r.Verdict(rule).Evidence, "\n"); !strings.Contains(ev, "packets dropped: 40 packets") ||
+			!strings.Contains(ev, "QDISC_DROP 40") {
+			t.Errorf("%s evidence does not cite the drops:\n%s", rule, ev)
+		}
+	}
+}
