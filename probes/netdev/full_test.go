@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -18,7 +19,9 @@ import (
 // difference.
 func TestKernelFullFlowTableLosesNothing(t *testing.T) {
 	for _, cache := range []bool{true, false} {
-		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { testFullTable(t, cache) })
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) {
+			kerneltest.Retry(t, func(t *testing.T) { testFullTable(t, cache) })
+		})
 	}
 }
 

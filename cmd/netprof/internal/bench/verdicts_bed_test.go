@@ -176,27 +176,29 @@ func TestVerdictSoftirqBound(t *testing.T) {
 			cfg := verdictConfig(8, 4*time.Second)
 			cfg.Probes = mode.probes
 			cfg.SockOpts.Congestion = "cubic" // fills the receiver's backlog until loss
-			var r *analysis.Report
-			var st []cpuTime
-			for attempt := 1; ; attempt++ {
-				before := procStatCPUs(t)
-				r, _ = bedRun(t, cfg, bed)
-				st = cpuDelta(before, procStatCPUs(t))
-				if v := r.Verdict(analysis.RuleSoftirq); v.Fired() || attempt == 2 || st[steered].othersShare() < 0.05 {
-					break
-				}
-				t.Logf("attempt %d: softirq-bound %q (%s) while other tasks took %.1f%% of CPU %d: once more",
-					attempt, r.Verdict(analysis.RuleSoftirq).Status, r.Verdict(analysis.RuleSoftirq).Summary, 100*st[steered].othersShare(), steered)
-			}
-			checkSoftirqVerdict(t, r, steered)
-			for cpu, c := range st {
-				t.Logf("/proc/stat CPU %d: softirq %.1f%%, user+system %.1f%%, idle %.1f%% of %d ticks", cpu,
-					100*c.softirqShare(), 100*c.othersShare(), 100*float64(c.idle)/float64(c.total()), c.total())
-			}
-			if len(st) <= steered || st[steered].softirqShare() < 0.5 || st[1-steered].softirqShare() > 0.25 {
-				t.Errorf("/proc/stat: softirq not on the steered CPU %d (%+v)", steered, st)
-			}
+			kerneltest.Retry(t, func(t *testing.T) { softirqBoundRun(t, cfg, bed, steered) })
 		})
+	}
+}
+
+// softirqBoundRun is one attempt of TestVerdictSoftirqBound: a run whose
+// verdict missed while other tasks took a share of the steered CPU was
+// disturbed by them (tried once more).
+func softirqBoundRun(t *testing.T, cfg Config, bed *testbed.Bed, steered int) {
+	before := procStatCPUs(t)
+	r, _ := bedRun(t, cfg, bed)
+	st := cpuDelta(before, procStatCPUs(t))
+	if v := r.Verdict(analysis.RuleSoftirq); !v.Fired() && st[steered].othersShare() >= 0.05 {
+		kerneltest.Disturbed(t, "softirq-bound %q (%s) while other tasks took %.1f%% of CPU %d (/proc/stat user+system)",
+			v.Status, v.Summary, 100*st[steered].othersShare(), steered)
+	}
+	checkSoftirqVerdict(t, r, steered)
+	for cpu, c := range st {
+		t.Logf("/proc/stat CPU %d: softirq %.1f%%, user+system %.1f%%, idle %.1f%% of %d ticks", cpu,
+			100*c.softirqShare(), 100*c.othersShare(), 100*float64(c.idle)/float64(c.total()), c.total())
+	}
+	if len(st) <= steered || st[steered].softirqShare() < 0.5 || st[1-steered].softirqShare() > 0.25 {
+		t.Errorf("/proc/stat: softirq not on the steered CPU %d (%+v)", steered, st)
 	}
 }
 
@@ -404,8 +406,17 @@ func compareReports(t *testing.T, rs ...*analysis.Report) *analysis.Comparison {
 // compare of the same over a direct veth pair (nothing limits) must not.
 // Ground truth: the HTB's own drops and the kernel's TcpRetransSegs in the
 // sender's namespace.
+//
+// A run during which this process's goroutines were held off the CPU for
+// more than a quarter interval (other load on the machine; kerneltest.Lag)
+// was disturbed: the test is tried once more.
 func TestVerdictRateLimited(t *testing.T) {
 	requireBench(t, true)
+	kerneltest.Retry(t, testRateLimited)
+}
+
+func testRateLimited(t *testing.T) {
+	lag := kerneltest.StartLag(t, 10*time.Millisecond)
 	bed := verdictBed(t, &testbed.RoutedOptions{RateBps: 1e9, QueueBytes: 128 << 10})
 	// No warm-up, so the kernel's count covers what the report counts; 1 s
 	// intervals, so the flatness is the limiter's, not the shared
@@ -416,6 +427,7 @@ func TestVerdictRateLimited(t *testing.T) {
 	cfg := verdictConfig(0, 9*time.Second)
 	cfg.Warmup, cfg.Interval = 0, time.Second
 	limited := streamRuns(t, bed, cfg, true, 2, 8)
+	lag.Check(t, cfg.Interval/4)
 	for _, r := range limited {
 		wantVerdict(t, r, analysis.RuleRateLimited, analysis.Fired)
 		wantVerdict(t, r, analysis.RuleWire, analysis.Skipped) // no rated speed
@@ -428,6 +440,7 @@ func TestVerdictRateLimited(t *testing.T) {
 		t.Errorf("compare of the rate-limited runs: flags %+v, want the limiter confirmed", c.Flags)
 	}
 	direct := streamRuns(t, verdictBed(t, nil), cfg, false, 2, 8)
+	lag.Check(t, cfg.Interval/4)
 	if c := compareReports(t, direct...); len(c.Flags) != 0 {
 		t.Errorf("compare of direct veth runs: flags %+v, want none", c.Flags)
 	}
