@@ -34,6 +34,7 @@ type sources struct {
 	blob    source[BlobRow]
 	probes  source[trace.ProbeRow]
 	drops   source[trace.DropRow]
+	nics    source[trace.NICStatRow]
 }
 
 // Tables are a run's rows in memory, for BuildTables.
@@ -50,6 +51,8 @@ type Tables struct {
 	Probes []trace.ProbeRow
 	// Drops are the drops table's rows (skb:kfree_skb by reason).
 	Drops []trace.DropRow
+	// NICs are the nics table's rows (ethtool -S).
+	NICs []trace.NICStatRow
 }
 
 // Build computes a Report from a run's manifest and table rows with default
@@ -66,18 +69,19 @@ func BuildTables(m trace.Manifest, t Tables, opts Options) (*Report, error) {
 	return build(m, sources{
 		ifaces: sliceSource(t.Ifaces), cpus: sliceSource(t.CPUs), flows: rowFlows(sliceSource(t.Flows)),
 		traffic: sliceSource(t.Traffic), blob: sliceSource(t.Blob), probes: sliceSource(t.Probes),
-		drops: sliceSource(t.Drops),
+		drops: sliceSource(t.Drops), nics: sliceSource(t.NICs),
 	}, opts)
 }
 
 // builder carries the accumulators of one analysis.
 type builder struct {
-	drops map[string]*dropAcc
-	r     *Report
-	opts  Options
-	th    Thresholds
-	anom  anomalies
-	rows  bounds
+	drops   map[string]*dropAcc
+	nicLoss nicLossAcc
+	r       *Report
+	opts    Options
+	th      Thresholds
+	anom    anomalies
+	rows    bounds
 
 	traffic trafficAcc
 	rx, tx  ifaceSide
@@ -157,7 +161,10 @@ func (b *builder) scanPhase2(src sources) error {
 	if err != nil {
 		return err
 	}
-	return scanTable(b, trace.DropsFile, src.drops, b.addDrops)
+	if err := scanTable(b, trace.DropsFile, src.drops, b.addDrops); err != nil {
+		return err
+	}
+	return scanTable(b, trace.NICsFile, src.nics, b.addNICs)
 }
 
 // scanTable feeds src to fn; a missing table reads as empty with a note.
@@ -227,6 +234,7 @@ func (b *builder) finish() {
 	}
 	b.windows() // again: the run bounds may have grown with cpus and flows rows
 	b.finishDrops()
+	b.finishNICLoss()
 	b.noteApprox()
 	b.notePartialNulls()
 	b.cpu.finish(b)

@@ -106,11 +106,16 @@ func (b *builder) scanIfaces(src source[trace.IfaceRow]) error {
 	b.rx.loopback, b.tx.loopback = b.isLoopback(b.rx.key), b.isLoopback(b.tx.key)
 	return scanTable(b, trace.IfacesFile, src, func(rows []trace.IfaceRow) error {
 		for i := range rows {
-			if b.rx.chosen && b.rx.key.match(&rows[i]) {
+			rx := b.rx.chosen && b.rx.key.match(&rows[i])
+			tx := b.tx.chosen && b.tx.key.match(&rows[i])
+			if rx {
 				b.rx.add(b, &rows[i], "rx")
 			}
-			if b.tx.chosen && b.tx.key.match(&rows[i]) {
+			if tx {
 				b.tx.add(b, &rows[i], "tx")
+			}
+			if rx || tx {
+				b.nicLoss.iface(&rows[i])
 			}
 		}
 		return nil

@@ -45,8 +45,13 @@ type JSONReport struct {
 	ProbeCostNA     string         `json:"probe_cost_na,omitempty"`
 	// Drops are the kernel's packet drops by reason (skb:kfree_skb, whole
 	// run, most first); null when the drops probe did not run (DropsNA).
-	Drops          []JSONDrop    `json:"drops"`
-	DropsNA        string        `json:"drops_na,omitempty"`
+	Drops   []JSONDrop `json:"drops"`
+	DropsNA string     `json:"drops_na,omitempty"`
+	// NICLoss are the loss and error counters of the counted interfaces
+	// that moved over the whole run (netlink stats64, ethtool -S),
+	// largest first; null when not recorded (NICLossNA).
+	NICLoss        []JSONNICLoss `json:"nic_loss"`
+	NICLossNA      string        `json:"nic_loss_na,omitempty"`
 	Verdicts       []JSONVerdict `json:"verdicts"`
 	FiredVerdicts  []string      `json:"fired_verdicts"`
 	Notes          []string      `json:"notes"`
@@ -291,6 +296,15 @@ type JSONSteering struct {
 }
 
 // JSONDrop is one drop reason over the run.
+// JSONNICLoss is one interface loss or error counter over the run.
+type JSONNICLoss struct {
+	Ifname  string `json:"ifname"`
+	Counter string `json:"counter"`
+	Source  string `json:"source"`
+	Queue   *int32 `json:"queue"`
+	Count   uint64 `json:"count"`
+}
+
 type JSONDrop struct {
 	Reason  string `json:"reason"`
 	Packets uint64 `json:"packets"`

@@ -35,6 +35,14 @@ func (r *Report) JSON() JSONReport {
 			out.Drops = append(out.Drops, JSONDrop{Reason: d.Reason, Packets: d.Packets, Bytes: d.Bytes, CPUs: d.CPUs})
 		}
 	}
+	if r.NICLoss == nil {
+		out.NICLossNA = r.reason(figNICLoss, "no interface counters")
+	} else {
+		out.NICLoss = []JSONNICLoss{}
+		for _, l := range r.NICLoss {
+			out.NICLoss = append(out.NICLoss, JSONNICLoss{Ifname: l.Ifname, Counter: l.Counter, Source: l.Source, Queue: l.Queue, Count: l.Value})
+		}
+	}
 	out.ReceiveSteering = []JSONSteering{}
 	for _, s := range r.Steering {
 		out.ReceiveSteering = append(out.ReceiveSteering, JSONSteering{Stream: s.Stream, Local: s.Local, Remote: s.Remote,

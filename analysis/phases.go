@@ -78,6 +78,8 @@ func (p *Phases) filter(src sources) sources {
 	src.traffic = keepRows(src.traffic, func(x *trace.TrafficRow) bool { return p.keep(x.Time, x.IntervalNs) })
 	src.blob = keepRows(src.blob, func(x *BlobRow) bool { return p.keep(x.Time, x.IntervalNs) })
 	src.probes = keepRows(src.probes, func(x *trace.ProbeRow) bool { return p.keep(x.Time, x.IntervalNs) })
+	src.drops = keepRows(src.drops, func(x *trace.DropRow) bool { return p.keep(x.Time, x.IntervalNs) })
+	src.nics = keepRows(src.nics, func(x *trace.NICStatRow) bool { return p.keep(x.Time, x.IntervalNs) })
 	return src
 }
 

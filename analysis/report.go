@@ -313,6 +313,12 @@ type Report struct {
 	// table), most first; nil when the drops probe did not run (the
 	// reason says why), empty when it ran and nothing was dropped.
 	Drops []DropReason
+	// NICLoss are the loss and error counters of the counted interfaces
+	// that moved over the run (netlink stats64, ethtool -S), largest
+	// first; nil when no counted interface had rows (the reason says
+	// why), empty when none moved.
+	NICLoss        []NICLoss
+	nicLossSources string
 
 	// Blob summarises HTTP 503s of blob rows; nil without blob rows.
 	Blob *BlobSummary

@@ -583,11 +583,13 @@ func sendingChrono(send []FlowSummary) (c Chrono, n int) {
 
 // dropsEvidence says where packets were lost when the drops probe saw any
 // (skb:kfree_skb by reason: a softirq-bound receiver drops in the backlog
-// or socket, a full link in the qdisc); none when nothing was dropped or
-// the probe did not run.
+// or socket, a full link in the qdisc), and which loss counters of the
+// counted interfaces moved (a NIC out of receive buffers: rx_missed,
+// rx_out_of_buffer); none when nothing was lost or nothing measured it.
 func dropsEvidence(r *Report) []string {
-	if len(r.Drops) == 0 {
-		return nil
+	var ev []string
+	if len(r.Drops) > 0 {
+		ev = append(ev, "packets dropped: "+r.DropsLine())
 	}
-	return []string{"packets dropped: " + r.DropsLine()}
+	return append(ev, nicLossEvidence(r)...)
 }

@@ -26,6 +26,7 @@ func Analyze(run *trace.Run, opts Options) (*Report, error) {
 		blob:    structSource[BlobRow](run, trace.TrafficFile),
 		probes:  structSource[trace.ProbeRow](run, trace.ProbesFile),
 		drops:   structSource[trace.DropRow](run, trace.DropsFile),
+		nics:    structSource[trace.NICStatRow](run, trace.NICsFile),
 	}, opts)
 }
 
@@ -41,6 +42,7 @@ func runSources(run *trace.Run) sources {
 		blob:    runSource[BlobRow](run, trace.TrafficFile),
 		probes:  runSource[trace.ProbeRow](run, trace.ProbesFile),
 		drops:   runSource[trace.DropRow](run, trace.DropsFile),
+		nics:    runSource[trace.NICStatRow](run, trace.NICsFile),
 	}
 }
 

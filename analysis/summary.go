@@ -252,6 +252,9 @@ func (r *Report) summaryFigures(s *summary) {
 	s.add("RTT floor    ", r.rttFloorText())
 	s.add("retransmits  ", r.retxText())
 	s.add("drops        ", r.DropsLine())
+	if len(r.NICLoss) > 0 {
+		s.add("NIC loss     ", r.NICLossLine())
+	}
 	s.add("probe cost   ", r.ProbeCostLine())
 	dir := orDash(r.Dir)
 	s.add("trace        ", dir)

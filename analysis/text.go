@@ -36,6 +36,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeRetransmits(p)
 	p.line("")
 	p.line("drops (skb:kfree_skb, every CPU, whole run): %s", r.DropsLine())
+	p.line("interface loss counters (counted interfaces, whole run): %s", r.NICLossLine())
 	r.writeVerdicts(p)
 	r.writeNotes(p)
 	return p.err
