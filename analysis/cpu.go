@@ -51,8 +51,11 @@ type cpuAcc struct {
 	per        map[int32]*cpuWin
 	byInterval map[int64]busiestAt
 	heat       heatAcc
-	online     cpuOnline
-	rows       int
+	// procHeat bins /proc/stat softirq over total time: the heat map
+	// when the softirq probe did not run.
+	procHeat heatAcc
+	online   cpuOnline
+	rows     int
 	// rxSeen: a row had net_rx_softirq_ns (not null).
 	rxSeen bool
 }
@@ -69,6 +72,7 @@ func (a *cpuAcc) init(b *builder) {
 	r.CPUWindowStart, r.CPUWindowEnd = a.start, a.end
 	a.online.init(r.Manifest)
 	a.heat.init(r.RunStart, r.RunEnd, r.Manifest.IntervalNs)
+	a.procHeat.init(r.RunStart, r.RunEnd, r.Manifest.IntervalNs)
 }
 
 // add returns the batch function for trace.CPURow.
@@ -85,6 +89,9 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 	a.rows++
 	b.rows.add(x.Time, x.IntervalNs)
 	online := a.online.row(x)
+	if x.ProcSoftirqNs != nil && x.ProcTotalNs != nil && *x.ProcTotalNs > 0 {
+		a.procHeat.addOf(x.CPU, x.Time, x.IntervalNs, *x.ProcSoftirqNs, *x.ProcTotalNs)
+	}
 	rx := val(x.NetRxSoftirqNs) // null: the softirq probe did not run (Report.SoftirqOff)
 	if x.NetRxSoftirqNs != nil {
 		if !b.anom.plausibleNs("cpus.net_rx_softirq_ns", x.Time, x.IntervalNs, rx) {
@@ -165,6 +172,14 @@ func (a *cpuAcc) finish(b *builder) {
 		r.reasons[figCPU] = "no cpus rows in the " + r.CPUWindow
 	}
 	r.Heat = a.heat.result(a.online.shown)
+	if r.Heat != nil {
+		r.Heat.Source = HotNetRx
+	}
+	if r.SoftirqOff != "" {
+		if r.Heat = a.procHeat.result(a.online.shown); r.Heat != nil {
+			r.Heat.Source = HotAllSoftirq
+		}
+	}
 	a.finishProc(r)
 }
 
@@ -226,6 +241,12 @@ func (h *heatAcc) init(start, end time.Time, intervalNs int64) {
 }
 
 func (h *heatAcc) add(cpu int32, end time.Time, intervalNs int64, ns uint64) {
+	h.addOf(cpu, end, intervalNs, ns, uint64(intervalNs))
+}
+
+// addOf adds ns of the CPU's of ns (its time in the interval: the
+// interval, or /proc/stat's total of every mode).
+func (h *heatAcc) addOf(cpu int32, end time.Time, intervalNs int64, ns, of uint64) {
 	if h.bins == 0 {
 		return
 	}
@@ -240,7 +261,7 @@ func (h *heatAcc) add(cpu int32, end time.Time, intervalNs int64, ns uint64) {
 		h.cells[cpu] = c
 	}
 	c[i].ns += ns
-	c[i].iv += uint64(intervalNs)
+	c[i].iv += of
 }
 
 // result returns the heat map of the CPUs shown, or nil when empty.

@@ -156,9 +156,13 @@ type HostCPU struct {
 	CPUs int
 }
 
-// CPUHeat is the NET_RX softirq share per CPU over time (for plots), with
-// intervals merged into at most HeatBins bins.
+// CPUHeat is the softirq share per CPU over time (for plots), with
+// intervals merged into at most HeatBins bins: NET_RX softirq time over
+// the interval when the softirq probe ran, else /proc/stat's softirq time
+// (every vector) over its total (Source says which).
 type CPUHeat struct {
+	// Source is HotNetRx or HotAllSoftirq.
+	Source string
 	// BinEnds are the ends of the bins; CPUs the CPU numbers; Share[c][b]
 	// is CPU CPUs[c]'s NET_RX share in bin b (NaN when it has no rows).
 	BinEnds []time.Time
@@ -272,7 +276,8 @@ type Report struct {
 	// NET_RX share (whichever CPU had it).
 	CPUIntervals       int
 	BusiestMedianShare float64
-	// Heat is the per-CPU NET_RX share over the whole run; nil without rows.
+	// Heat is the per-CPU softirq share over the whole run (CPUHeat.Source
+	// says which counter); nil without rows.
 	Heat *CPUHeat
 	// ProbeCost is what netprof's BPF programs themselves took over
 	// CPUWindow; nil when not measured (reasons[figProbeCost] says why).

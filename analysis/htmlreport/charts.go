@@ -125,15 +125,21 @@ func throughputChart(r *analysis.Report) chart {
 
 // heatChart plots the per-CPU NET_RX softirq share over time.
 func heatChart(r *analysis.Report) chart {
-	c := chart{Title: "Per-CPU NET_RX softirq share"}
+	c := chart{Title: "Per-CPU softirq share"}
 	h := r.Heat
-	if r.SoftirqOff != "" { // its columns are null (or 0 in older traces): an all-zero map would look measured
-		c.Missing = "NET_RX softirq time not recorded (" + r.SoftirqOff + ")"
-		return c
+	if h != nil && h.Source != analysis.HotAllSoftirq && r.SoftirqOff != "" {
+		h = nil // NET_RX columns null (or 0 in older traces): an all-zero map would look measured
 	}
 	if h == nil || len(h.CPUs) == 0 {
-		c.Missing = "no cpus rows (probes off)"
+		c.Missing = "no cpus rows with softirq time (probes off, no /proc/stat columns)"
+		if r.SoftirqOff != "" {
+			c.Missing = "NET_RX softirq time not recorded (" + r.SoftirqOff + ") and no /proc/stat columns"
+		}
 		return c
+	}
+	title := "NET_RX softirq, % of each CPU's time (cpus.net_rx_softirq_ns / interval_ns)"
+	if h.Source == analysis.HotAllSoftirq {
+		title = "softirq of every vector, % of each CPU's time (cpus.proc_softirq_ns / proc_total_ns, /proc/stat; NET_RX alone not measured: " + r.SoftirqOff + ")"
 	}
 	x := axisLabels(r.RunStart, h.BinEnds)
 	y := make([]string, len(h.CPUs))
@@ -148,7 +154,7 @@ func heatChart(r *analysis.Report) chart {
 	}
 	hm := charts.NewHeatMap()
 	hm.SetGlobalOptions(initOpts("np_cpu_heat"), gridOpts(),
-		charts.WithTitleOpts(opts.Title{Title: "NET_RX softirq, % of each CPU's time (cpus.net_rx_softirq_ns / interval_ns)"}),
+		charts.WithTitleOpts(opts.Title{Title: title}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "s since run start", Data: x}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: y}),
@@ -156,7 +162,7 @@ func heatChart(r *analysis.Report) chart {
 		charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: 100,
 			Orient: "vertical", Right: "0", Top: "middle", Text: []string{"100%", "0%"}}))
 	hm.SetXAxis(x)
-	hm.AddSeries("NET_RX %", data)
+	hm.AddSeries("softirq %", data)
 	c.snippet = hm.RenderSnippet()
 	return c
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/analysis/analysistest"
+	"github.com/netprof/netprof/trace"
 )
 
 // report builds a report with every plot's data from a synthetic run.
@@ -78,7 +80,7 @@ func TestMissingPlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := renderPage(t, r)
-	for _, want := range []string{"n/a (no throughput measured)", "n/a (no cpus rows (probes off))", "n/a (no RTT samples)"} {
+	for _, want := range []string{"n/a (no throughput measured)", "n/a (no cpus rows with softirq time (probes off, no /proc/stat columns))", "n/a (no RTT samples)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -179,10 +181,42 @@ func TestHeatMapSoftirqOff(t *testing.T) {
 	}
 	r.SoftirqOff = "np_si_entry not attached: not selected (--probes)"
 	out := renderPage(t, r)
-	if !strings.Contains(out, "n/a (NET_RX softirq time not recorded (np_si_entry not attached: not selected (--probes)))") {
+	if !strings.Contains(out, "n/a (NET_RX softirq time not recorded (np_si_entry not attached: not selected (--probes)) and no /proc/stat columns)") {
 		t.Error("page lacks the heat map's n/a")
 	}
 	if strings.Contains(out, `"type":"heatmap"`) {
 		t.Error("page still draws the heat map")
+	}
+}
+
+// With the softirq probe off and /proc/stat columns recorded (the default
+// probes), the heat map shows /proc/stat's softirq share of every vector,
+// titled so, with each CPU's figure from its columns.
+func TestHeatMapFromProcStat(t *testing.T) {
+	s := analysistest.Scenario{ProcStat: func(_, c int) (float64, float64) { return 0.1 + 0.5*float64(c), 0.9 }}
+	m := s.Manifest()
+	m.Probes = append(m.Probes, trace.Probe{Name: "np_si_entry", Hook: "irq:softirq_entry", Reason: trace.ReasonNotSelected})
+	ifaces, cpus, flows, traffic := s.Tables()
+	for i := range cpus {
+		cpus[i].NetRxSoftirqNs, cpus[i].NetTxSoftirqNs = nil, nil
+	}
+	r, err := analysis.BuildTables(m, analysis.Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SoftirqOff == "" || r.Heat == nil || r.Heat.Source != analysis.HotAllSoftirq {
+		t.Fatalf("softirq off %q, heat %+v", r.SoftirqOff, r.Heat)
+	}
+	for ci, cpu := range r.Heat.CPUs {
+		want := 0.1 + 0.5*float64(cpu)
+		for b, v := range r.Heat.Share[ci] {
+			if !math.IsNaN(v) && math.Abs(v-want) > 1e-9 {
+				t.Errorf("CPU %d bin %d: share %v, want %v (proc_softirq_ns / proc_total_ns)", cpu, b, v, want)
+			}
+		}
+	}
+	out := renderPage(t, r)
+	if !strings.Contains(out, `"type":"heatmap"`) || !strings.Contains(out, "softirq of every vector, % of each CPU's time (cpus.proc_softirq_ns / proc_total_ns") {
+		t.Error("page lacks the /proc/stat heat map")
 	}
 }
