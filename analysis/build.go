@@ -75,13 +75,14 @@ func BuildTables(m trace.Manifest, t Tables, opts Options) (*Report, error) {
 
 // builder carries the accumulators of one analysis.
 type builder struct {
-	drops   map[string]*dropAcc
-	nicLoss nicLossAcc
-	r       *Report
-	opts    Options
-	th      Thresholds
-	anom    anomalies
-	rows    bounds
+	drops     map[string]*dropAcc
+	nicLoss   nicLossAcc
+	queueHeat queueHeatAcc
+	r         *Report
+	opts      Options
+	th        Thresholds
+	anom      anomalies
+	rows      bounds
 
 	traffic trafficAcc
 	rx, tx  ifaceSide
@@ -235,6 +236,7 @@ func (b *builder) finish() {
 	b.windows() // again: the run bounds may have grown with cpus and flows rows
 	b.finishDrops()
 	b.finishNICLoss()
+	b.r.QueueHeat = b.queueHeat.result()
 	b.noteApprox()
 	b.notePartialNulls()
 	b.cpu.finish(b)

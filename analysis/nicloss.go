@@ -95,6 +95,7 @@ func (b *builder) addNICs(rows []trace.NICStatRow) error {
 			continue
 		}
 		b.nicLoss.ethtool = true
+		b.queueHeat.row(b, x)
 		if !lossStat.MatchString(strings.ToLower(x.Stat)) {
 			continue
 		}

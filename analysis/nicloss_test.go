@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -84,3 +85,62 @@ func TestNICLossCountedInterfaces(t *testing.T) {
 }
 
 func itoa(v uint64) string { b, _ := json.Marshal(v); return string(b) }
+
+// Per-queue packet counters of a counted interface become packets per
+// second per queue and bin; other statistics (XDP's, LRO's, device-wide)
+// and interfaces not counted are left out.
+func TestQueueHeat(t *testing.T) {
+	s := analysistest.Scenario{}
+	m := s.Manifest()
+	ifaces, cpus, flows, traffic := s.Tables()
+	rx := "rx"
+	var nics []trace.NICStatRow
+	for _, x := range ifaces {
+		if x.Ifname != "veth-b" {
+			continue
+		}
+		for q := range int32(3) {
+			qq := q
+			for _, st := range []struct {
+				name string
+				v    uint64
+			}{{"rx" + itoa(uint64(q)) + "_packets", uint64(1000 * (q + 1))}, {"rx" + itoa(uint64(q)) + "_lro_packets", 7}, {"rx_queue_" + itoa(uint64(q)) + "_xdp_packets", 9}} {
+				nics = append(nics, trace.NICStatRow{Time: x.Time, IntervalNs: x.IntervalNs, Netns: x.Netns, Ifname: x.Ifname,
+					Stat: st.name, Direction: &rx, Queue: &qq, Value: st.v})
+			}
+			nics = append(nics, trace.NICStatRow{Time: x.Time, IntervalNs: x.IntervalNs, Netns: x.Netns, Ifname: "other0",
+				Stat: "rx0_packets", Direction: &rx, Queue: &qq, Value: 5})
+		}
+	}
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic, NICs: nics}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.QueueHeat
+	if h == nil || len(h.Queues) != 3 {
+		t.Fatalf("queue heat %+v", h)
+	}
+	sec := float64(ifaces[0].IntervalNs) / 1e9
+	for qi, q := range h.Queues {
+		if q.Ifname != "veth-b" || q.Queue != int32(qi) || q.Stat != "rx"+itoa(uint64(qi))+"_packets" {
+			t.Errorf("queue %d: %+v", qi, q)
+		}
+		seen := 0
+		for _, v := range h.PacketsPerSec[qi] {
+			if math.IsNaN(v) {
+				continue
+			}
+			seen++
+			if want := float64(1000*(qi+1)) / sec; math.Abs(v-want) > 1e-6*want {
+				t.Errorf("queue %d: %v packets/s, want %v", qi, v, want)
+			}
+		}
+		if seen == 0 {
+			t.Errorf("queue %d: no bins", qi)
+		}
+	}
+	r, _ = BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
+	if r.QueueHeat != nil {
+		t.Errorf("no nics rows: queue heat %+v", r.QueueHeat)
+	}
+}

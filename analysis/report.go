@@ -279,6 +279,9 @@ type Report struct {
 	// Heat is the per-CPU softirq share over the whole run (CPUHeat.Source
 	// says which counter); nil without rows.
 	Heat *CPUHeat
+	// QueueHeat is the counted interfaces' per-queue packet rates over
+	// the whole run (nics table); nil without per-queue packet counters.
+	QueueHeat *QueueHeat
 	// ProbeCost is what netprof's BPF programs themselves took over
 	// CPUWindow; nil when not measured (reasons[figProbeCost] says why).
 	ProbeCost *ProbeCost

@@ -57,7 +57,7 @@ func plotted(r *analysis.Report, pts []analysis.Point) []analysis.Point {
 // y-axis name, and below for the x-axis name and the legend, so none
 // overlaps another.
 func gridOpts() charts.GlobalOpts {
-	return charts.WithGridOpts(opts.Grid{Top: "90", Bottom: "70", Left: "70", Right: "170"})
+	return charts.WithGridOpts(opts.Grid{Top: "90", Bottom: "70", Left: "70", Right: "170", ContainLabel: opts.Bool(true)})
 }
 
 // throughputChart plots the primary direction's counters per interval with
@@ -108,12 +108,8 @@ func throughputChart(r *analysis.Report) chart {
 		var so []charts.SeriesOpts
 		if rt.Counter == r.Primary.Counter {
 			w := rt.W
-			peak, steady := round3(u.Rate(w.PeakBps)), round3(u.Rate(w.SteadyBps))
-			marks := []opts.MarkLineNameYAxisItem{{Name: "peak", YAxis: peak}, {Name: "steady state", YAxis: steady}}
-			if math.Abs(peak-steady) < 0.02*peak { // one line, one label: two would print over each other
-				marks = []opts.MarkLineNameYAxisItem{{Name: "peak ≈ steady state", YAxis: peak}}
-			}
-			marks = append(marks, opts.MarkLineNameYAxisItem{Name: "whole run", YAxis: round3(u.Rate(w.WholeRunBps))})
+			marks := markLines([]opts.MarkLineNameYAxisItem{{Name: "peak", YAxis: round3(u.Rate(w.PeakBps))},
+				{Name: "steady state", YAxis: round3(u.Rate(w.SteadyBps))}, {Name: "whole run", YAxis: round3(u.Rate(w.WholeRunBps))}})
 			so = append(so, charts.WithMarkLineNameYAxisItemOpts(marks...),
 				charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Label: &opts.Label{Show: opts.Bool(true), Formatter: "{b}: {c}"}}))
 		}
@@ -137,9 +133,10 @@ func heatChart(r *analysis.Report) chart {
 		}
 		return c
 	}
-	title := "NET_RX softirq, % of each CPU's time (cpus.net_rx_softirq_ns / interval_ns)"
+	title, sub := "NET_RX softirq, % of each CPU's time", "cpus.net_rx_softirq_ns / interval_ns (irq:softirq_entry/exit)"
 	if h.Source == analysis.HotAllSoftirq {
-		title = "softirq of every vector, % of each CPU's time (cpus.proc_softirq_ns / proc_total_ns, /proc/stat; NET_RX alone not measured: " + r.SoftirqOff + ")"
+		title, sub = "softirq of every vector, % of each CPU's time",
+			"cpus.proc_softirq_ns / proc_total_ns (/proc/stat, tick-sampled); NET_RX alone not measured: "+r.SoftirqOff
 	}
 	x := axisLabels(r.RunStart, h.BinEnds)
 	y := make([]string, len(h.CPUs))
@@ -152,19 +149,76 @@ func heatChart(r *analysis.Report) chart {
 			}
 		}
 	}
+	c.snippet = heatMap("np_cpu_heat", title, sub, x, y, data, 100, "%", "softirq %")
+	return c
+}
+
+// queueChart plots each counted interface queue's packet rate over time
+// (nics table), when the driver counts packets per queue.
+func queueChart(r *analysis.Report) chart {
+	c := chart{Title: "Per-queue packet rate"}
+	h := r.QueueHeat
+	if h == nil || len(h.Queues) == 0 {
+		c.Missing = "no per-queue packet counters (nics table: ethtool -S of the counted interfaces, bench only; " +
+			"drivers that count packets per queue: virtio_net, hv_netvsc, mlx5, mana, ena)"
+		return c
+	}
+	x := axisLabels(r.RunStart, h.BinEnds)
+	y := make([]string, len(h.Queues))
+	var data []opts.HeatMapData
+	var top float64
+	for qi, q := range h.Queues {
+		y[qi] = q.String()
+		for bi, v := range h.PacketsPerSec[qi] {
+			if !math.IsNaN(v) {
+				data = append(data, opts.HeatMapData{Value: [3]any{bi, qi, math.Round(v)}})
+				top = max(top, v)
+			}
+		}
+	}
+	c.snippet = heatMap("np_queue_heat", "packets per second per queue",
+		"nics.value of the per-queue packet counters (ethtool -S, e.g. "+h.Queues[0].Stat+") / interval",
+		x, y, data, float32(math.Max(1, math.Round(top))), "", "packets/s")
+	return c
+}
+
+// markLines merges marks within 2% of each other into one line named
+// "a ≈ b" (two labels at one height print over each other).
+func markLines(marks []opts.MarkLineNameYAxisItem) []opts.MarkLineNameYAxisItem {
+	var out []opts.MarkLineNameYAxisItem
+	for _, m := range marks {
+		v := m.YAxis.(float64)
+		merged := false
+		for i := range out {
+			o := out[i].YAxis.(float64)
+			if math.Abs(v-o) < 0.02*math.Max(math.Abs(v), math.Abs(o)) {
+				out[i].Name += " ≈ " + m.Name
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// heatMap renders a heat map of data (x bin, y row, value) over the x and
+// y labels, coloured from 0 to top.
+func heatMap(id, title, sub string, x, y []string, data []opts.HeatMapData, top float32, unit, series string) render.ChartSnippet {
 	hm := charts.NewHeatMap()
-	hm.SetGlobalOptions(initOpts("np_cpu_heat"), gridOpts(),
-		charts.WithTitleOpts(opts.Title{Title: title}),
+	hm.SetGlobalOptions(initOpts(id), charts.WithGridOpts(opts.Grid{Top: "90", Bottom: "70", Left: "30", Right: "170", ContainLabel: opts.Bool(true)}),
+		charts.WithTitleOpts(opts.Title{Title: title, Subtitle: sub}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "s since run start", Data: x}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: y}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: 100,
-			Orient: "vertical", Right: "0", Top: "middle", Text: []string{"100%", "0%"}}))
+		charts.WithVisualMapOpts(opts.VisualMap{Min: 0, Max: top,
+			Orient: "vertical", Right: "0", Top: "middle", Text: []string{fmt.Sprintf("%g%s", top, unit), "0" + unit}}))
 	hm.SetXAxis(x)
-	hm.AddSeries("softirq %", data)
-	c.snippet = hm.RenderSnippet()
-	return c
+	hm.AddSeries(series, data)
+	return hm.RenderSnippet()
 }
 
 // rttChart plots the distribution of the flows' per-interval p50 and p99

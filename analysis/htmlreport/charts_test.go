@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-echarts/go-echarts/v2/opts"
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/trace"
 )
@@ -38,5 +39,19 @@ func TestPlottedDropsFinalSliver(t *testing.T) {
 	}
 	if got := plotted(r, pts[:2]); len(got) != 2 {
 		t.Errorf("%d points plotted, want 2", len(got))
+	}
+}
+
+// Marks within 2% share one line and one label; others keep their own.
+func TestMarkLinesMerge(t *testing.T) {
+	got := markLines([]opts.MarkLineNameYAxisItem{{Name: "peak", YAxis: 10.0}, {Name: "steady state", YAxis: 9.9},
+		{Name: "whole run", YAxis: 9.85}})
+	if len(got) != 1 || got[0].Name != "peak ≈ steady state ≈ whole run" || got[0].YAxis != 10.0 {
+		t.Errorf("one level: %+v", got)
+	}
+	got = markLines([]opts.MarkLineNameYAxisItem{{Name: "peak", YAxis: 12.0}, {Name: "steady state", YAxis: 10.0},
+		{Name: "whole run", YAxis: 9.95}})
+	if len(got) != 2 || got[0].Name != "peak" || got[1].Name != "steady state ≈ whole run" {
+		t.Errorf("two levels: %+v", got)
 	}
 }

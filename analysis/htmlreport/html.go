@@ -48,7 +48,7 @@ func Write(w io.Writer, r *analysis.Report, generated time.Time) error {
 	p := page{
 		Title: "netprof report: " + orDash(r.Dir), Generated: generated.UTC().Format(time.RFC3339),
 		Version: EchartsVersion, Meta: meta(r), Verdicts: r.Verdicts, Tables: tables(r),
-		Charts: []chart{throughputChart(r), heatChart(r), rttChart(r), retxChart(r)},
+		Charts: []chart{throughputChart(r), heatChart(r), queueChart(r), rttChart(r), retxChart(r)},
 		Notes:  r.Notes, Library: template.JS(echartsJS), //nolint:gosec // embedded library
 	}
 	if err := pageTemplate.Execute(w, p); err != nil {

@@ -216,7 +216,40 @@ func TestHeatMapFromProcStat(t *testing.T) {
 		}
 	}
 	out := renderPage(t, r)
-	if !strings.Contains(out, `"type":"heatmap"`) || !strings.Contains(out, "softirq of every vector, % of each CPU's time (cpus.proc_softirq_ns / proc_total_ns") {
+	if !strings.Contains(out, `"type":"heatmap"`) || !strings.Contains(out, "softirq of every vector, % of each CPU's time") ||
+		!strings.Contains(out, "cpus.proc_softirq_ns / proc_total_ns (/proc/stat") {
 		t.Error("page lacks the /proc/stat heat map")
+	}
+}
+
+// Per-queue packet counters draw the queue heat map, a row per queue;
+// without them the chart says where they would come from.
+func TestQueueHeatMap(t *testing.T) {
+	s := analysistest.Scenario{}
+	ifaces, cpus, flows, traffic := s.Tables()
+	rx := "rx"
+	var nics []trace.NICStatRow
+	for _, x := range ifaces {
+		for q := range int32(4) {
+			if x.Ifname == "veth-b" {
+				nics = append(nics, trace.NICStatRow{Time: x.Time, IntervalNs: x.IntervalNs, Netns: x.Netns, Ifname: x.Ifname,
+					Stat: fmt.Sprintf("rx_queue_%d_packets", q), Direction: &rx, Queue: &q, Value: uint64(100 * (q + 1))})
+			}
+		}
+	}
+	r, err := analysis.BuildTables(s.Manifest(), analysis.Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic, NICs: nics}, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := renderPage(t, r)
+	for _, want := range []string{"packets per second per queue", "per-queue packet counters (ethtool -S, e.g. rx_queue_0_packets)",
+		`"veth-b rx 0"`, `"veth-b rx 3"`, `"np_queue_heat"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	r, _ = analysis.BuildTables(s.Manifest(), analysis.Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, analysis.Options{})
+	if out := renderPage(t, r); !strings.Contains(out, "n/a (no per-queue packet counters (nics table") {
+		t.Error("page without nics rows lacks the queue chart's n/a")
 	}
 }
