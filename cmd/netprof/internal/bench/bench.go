@@ -235,7 +235,7 @@ func status(ctx context.Context, err error) string {
 // transfer records while the driver runs the connected streams to their
 // end, then completes the summary.
 func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, samplers []measure.Sampler, res *Result, log *slog.Logger) error {
-	cpu := &procStatSampler{}
+	cpu := &measure.ProcSampler{ReadCPU: readCPU}
 	tl := newTimeline(cfg, cpu)
 	// /proc/stat right after the BPF samplers, so it fills their cpus rows
 	// with figures of the same interval; the timeline comes last: it marks
@@ -387,3 +387,8 @@ func nicSampler(links []linkstats.Link, nss []tcpstats.Netns, log *slog.Logger) 
 	}
 	return s
 }
+
+// readCPU takes a /proc/stat and getrusage reading for the run's
+// measure.ProcSampler (a variable so that a test can bracket each reading
+// with its own).
+var readCPU = cpustat.Read

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/internal/cpustat"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -17,7 +18,7 @@ type timeline struct {
 	warmup, measured, cooldown time.Duration
 	t0                         time.Time // traffic start (the recorder's start)
 
-	cpu *procStatSampler
+	cpu *measure.ProcSampler
 	ivs []localInterval
 }
 
@@ -34,7 +35,7 @@ type localInterval struct {
 	sent, received uint64
 }
 
-func newTimeline(cfg Config, cpu *procStatSampler) *timeline {
+func newTimeline(cfg Config, cpu *measure.ProcSampler) *timeline {
 	return &timeline{warmup: cfg.Warmup, measured: cfg.Duration, cooldown: cfg.Cooldown, cpu: cpu}
 }
 
@@ -74,7 +75,7 @@ func (tl *timeline) Sample(iv *trace.Interval, ns int64) error {
 			li.received += r.AppBytes
 		}
 	}
-	li.cpu, li.cpuOK = tl.cpu.usage()
+	li.cpu, li.cpuOK = tl.cpu.Usage()
 	tl.ivs = append(tl.ivs, li)
 	return nil
 }

@@ -62,11 +62,7 @@ func OpenHost(hc HostConfig, log *slog.Logger) (*Host, error) {
 // Samplers returns the recorder samplers, in their required order; append
 // the command's own samplers after them.
 func (h *Host) Samplers() []measure.Sampler {
-	var fallback measure.Sampler
-	if h.ps.softirq == nil {
-		fallback = newProcStat()
-	}
-	return h.ps.samplers(h.tr, fallback)
+	return h.ps.samplers(h.tr)
 }
 
 // Probes says which BPF programs are attached, and why the others are not.

@@ -60,8 +60,10 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 
 // samplers returns the recorder's samplers in their required order:
 // netlink rows, BPF counts on them, the counting rule, then TCP (which
-// attaches to the folded flow rows), softirq and program statistics.
-func (ps *probes) samplers(tr *ifaces.Tracker, fallback measure.Sampler) []measure.Sampler {
+// attaches to the folded flow rows), softirq, /proc/stat and softnet_stat
+// (measure.ProcSampler: they fill the cpus rows the probes made, and add
+// rows for the other CPUs) and program statistics.
+func (ps *probes) samplers(tr *ifaces.Tracker) []measure.Sampler {
 	out := []measure.Sampler{&ifaces.LinkSampler{T: tr}}
 	if ps.netdev != nil {
 		out = append(out, ps.netdev)
@@ -73,16 +75,12 @@ func (ps *probes) samplers(tr *ifaces.Tracker, fallback measure.Sampler) []measu
 	if ps.tcpsock != nil {
 		out = append(out, ps.tcpsock)
 	}
-	if ps.softirq != nil {
-		out = append(out, ps.softirq)
-	} else if fallback != nil {
-		out = append(out, fallback)
-	}
-	for _, s := range []measure.Sampler{ps.sockstate, ps.drops} {
+	for _, s := range []measure.Sampler{ps.softirq, ps.sockstate, ps.drops} {
 		if s != nil {
 			out = append(out, s)
 		}
 	}
+	out = append(out, &measure.ProcSampler{})
 	if ps.set != nil && len(ps.set.Loaded) > 0 {
 		out = append(out, ps.set.Stats())
 	}

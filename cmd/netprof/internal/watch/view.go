@@ -60,7 +60,7 @@ type Summary struct {
 
 // summarise turns one recorded interval into the view's figures.
 // bpfSoftirq says the softirq probe is loaded (its CPU rows count even at 0).
-func summarise(end time.Time, iv *trace.Interval, tr *ifaces.Tracker, ps *procStat, bpfSoftirq bool, topN int) Summary {
+func summarise(end time.Time, iv *trace.Interval, tr *ifaces.Tracker, bpfSoftirq bool, topN int) Summary {
 	s := Summary{End: end}
 	for _, r := range iv.Ifaces {
 		if r.IntervalNs > 0 {
@@ -96,8 +96,18 @@ func summarise(end time.Time, iv *trace.Interval, tr *ifaces.Tracker, ps *procSt
 	}
 	if s.SoftirqOK {
 		s.SoftirqSource = "NET_RX, bpf softirq probe"
-	} else if ps != nil && ps.ok {
-		s.CPU, s.SoftirqRatio, s.SoftirqOK, s.SoftirqSource = ps.cpu, ps.ratio, true, "all softirqs, /proc/stat"
+	} else {
+		// Without the probe: every vector's softirq time over the CPU's
+		// accounted time (measure.ProcSampler's columns).
+		for _, c := range iv.CPUs {
+			if c.ProcSoftirqNs == nil || c.ProcTotalNs == nil || *c.ProcTotalNs == 0 {
+				continue
+			}
+			r := min(float64(*c.ProcSoftirqNs)/float64(*c.ProcTotalNs), 1)
+			if !s.SoftirqOK || r > s.SoftirqRatio {
+				s.CPU, s.SoftirqRatio, s.SoftirqOK, s.SoftirqSource = int(c.CPU), r, true, "all softirqs, /proc/stat"
+			}
+		}
 	}
 	s.Top, s.RTTP50, s.RTTOK = flows(iv, sec, topN)
 	return s

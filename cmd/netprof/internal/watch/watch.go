@@ -111,16 +111,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 		}
 	}()
 	res.Probes = ps.status
-	var fallback *procStat
-	if ps.softirq == nil {
-		fallback = newProcStat()
-	}
-	var sampler measure.Sampler
-	if fallback != nil {
-		sampler = fallback
-	}
 	printHeader(cfg.W, sel, ps)
-	rec := &measure.Recorder{Samplers: ps.samplers(tr, sampler), Period: cfg.Interval, Log: log}
+	rec := &measure.Recorder{Samplers: ps.samplers(tr), Period: cfg.Interval, Log: log}
 	var w *trace.Writer
 	if cfg.Out != "" {
 		m := manifest(cfg, ns.Netns, sel, ps.status)
@@ -139,7 +131,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	seenNotes := 0
 	rec.OnInterval = func(end time.Time, iv *trace.Interval) {
 		res.Intervals++
-		s := summarise(end, iv, tr, fallback, ps.softirq != nil, cfg.TopFlows)
+		s := summarise(end, iv, tr, ps.softirq != nil, cfg.TopFlows)
 		if n := tr.Notes(); len(n) > seenNotes {
 			s.Notes, seenNotes = n[seenNotes:], len(n)
 		}

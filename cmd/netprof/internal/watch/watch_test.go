@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -308,6 +309,7 @@ func TestWatchDefaultProbes(t *testing.T) {
 	bed := testbedtest.New(t, testbed.Options{})
 	var mu sync.Mutex
 	var top []FlowRate
+	var softirqSource string
 	first := make(chan struct{})
 	dir := filepath.Join(t.TempDir(), "run")
 	wait := watchB(t, bed, Config{
@@ -321,6 +323,9 @@ func TestWatchDefaultProbes(t *testing.T) {
 				top = []FlowRate{}
 			}
 			top = append(top, s.Top...)
+			if s.SoftirqOK {
+				softirqSource = s.SoftirqSource
+			}
 		},
 	})
 	<-first
@@ -365,4 +370,61 @@ func TestWatchDefaultProbes(t *testing.T) {
 	if received < sent || received > sent+2*64 {
 		t.Errorf("B's sockets received %d payload bytes over the run, the generator sent %d", received, sent)
 	}
+	checkProcColumns(t, run, bed.B().Link)
+	mu.Lock()
+	defer mu.Unlock()
+	if softirqSource != "all softirqs, /proc/stat" {
+		t.Errorf("view's softirq source %q without the softirq probe, want /proc/stat's", softirqSource)
+	}
+}
+
+// checkProcColumns: watch's cpus rows carry /proc/stat and softnet_stat
+// figures for every CPU (measure.ProcSampler): each interval's proc_total_ns
+// over its CPUs is its length times the CPUs within 10% plus a tick per
+// CPU, and the packets softnet_stat says the CPUs processed over the run
+// are at least those the counted veth (no NAPI: every packet goes through
+// a CPU's backlog) received by netlink.
+func checkProcColumns(t *testing.T, run *trace.Run, link string) {
+	t.Helper()
+	cpus, err := run.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifs, err := run.Ifaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ivSum struct {
+		ns, total uint64
+		n         int
+	}
+	byIv := map[int64]*ivSum{}
+	var processed, rx uint64
+	for _, c := range cpus {
+		if c.ProcTotalNs == nil || c.SoftnetProcessed == nil {
+			t.Fatalf("cpu %d at %v: proc_total_ns %v, softnet_processed %v: want both", c.CPU, c.Time, c.ProcTotalNs, c.SoftnetProcessed)
+		}
+		k := c.Time.UnixNano()
+		if byIv[k] == nil {
+			byIv[k] = &ivSum{ns: uint64(c.IntervalNs)}
+		}
+		byIv[k].total += *c.ProcTotalNs
+		byIv[k].n++
+		processed += *c.SoftnetProcessed
+	}
+	for _, r := range ifs {
+		if r.Ifname == link {
+			rx += r.RxPackets
+		}
+	}
+	for k, s := range byIv {
+		want := float64(s.ns) * float64(s.n)
+		if d := math.Abs(float64(s.total) - want); d > 0.1*want+float64(s.n)*10e6 {
+			t.Errorf("interval ending %v: proc_total_ns over %d CPUs %d, want %.0f (interval x CPUs)", time.Unix(0, k), s.n, s.total, want)
+		}
+	}
+	if len(byIv) == 0 || processed < rx {
+		t.Errorf("%d intervals; softnet processed %d packets, %s received %d (netlink)", len(byIv), processed, link, rx)
+	}
+	t.Logf("%d intervals with /proc/stat columns; softnet processed %d packets, %s received %d", len(byIv), processed, link, rx)
 }

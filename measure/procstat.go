@@ -1,26 +1,24 @@
-package bench
+package measure
 
 import (
 	"github.com/netprof/netprof/internal/cpustat"
-	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
 )
 
-// readCPU takes a /proc/stat and getrusage reading (a variable so that a
-// test can bracket each reading with its own).
-var readCPU = cpustat.Read
+// ProcSampler reads /proc/stat (and getrusage), /proc/net/softnet_stat and
+// /proc/softirqs' NET_RX row once per interval, in the recorder's tick
+// after the BPF samplers: it fills the proc_*, softnet_* and
+// proc_net_rx_softirqs columns of the interval's cpus rows, adding a row
+// for each CPU that has none (no per-CPU probe ran: the probes' columns
+// stay null), and keeps the interval's host and process CPU use (Usage).
+// Only the recorder's goroutine uses it. bench, watch and blob record with
+// it; the zero value is ready.
+type ProcSampler struct {
+	// ReadCPU takes a /proc/stat and getrusage reading (nil: cpustat.Read;
+	// a test brackets each reading with its own).
+	ReadCPU func() (cpustat.Sample, error)
 
-// procStatSampler reads /proc/stat (and getrusage) and
-// /proc/net/softnet_stat once per interval, in the recorder's tick right
-// after the BPF samplers: it fills the proc_* and softnet_* columns of the
-// interval's cpus rows and keeps the interval's host and
-// process CPU use for the timeline. It adds no cpus rows of its own: the
-// rows' BPF columns are not nullable, so a row it made (--no-bpf, or no
-// probe group that counts per CPU) would claim 0 ns of NET_RX softirq;
-// such runs keep their /proc/stat figures in the manifest's
-// cpu_intervals. Only the recorder's goroutine uses it.
-type procStatSampler struct {
 	prev cpustat.Sample
 	ok   bool // prev is a reading
 	// softnet is the previous /proc/net/softnet_stat reading and netRx
@@ -33,34 +31,41 @@ type procStatSampler struct {
 	lastOK bool
 }
 
-// Name implements measure.Sampler.
-func (s *procStatSampler) Name() string { return "/proc/stat" }
+func (s *ProcSampler) read() (cpustat.Sample, error) {
+	if s.ReadCPU != nil {
+		return s.ReadCPU()
+	}
+	return cpustat.Read()
+}
+
+// Name implements Sampler.
+func (s *ProcSampler) Name() string { return "/proc/stat" }
 
 // Baseline takes the first reading. A failure is not the run's: CPU
 // figures are optional (null, with their reason, when missing), and the
 // next Sample starts over.
-func (s *procStatSampler) Baseline() error {
+func (s *ProcSampler) Baseline() error {
 	var err error
-	s.prev, err = readCPU()
+	s.prev, err = s.read()
 	s.ok, s.lastOK = err == nil, false
 	s.softnet, _ = readSoftnet() // unreadable: the softnet columns stay null
 	s.netRx, _ = readNetRx()
 	return nil
 }
 
-// Sample implements measure.Sampler: it fills the proc_* and softnet_*
+// Sample implements Sampler: it fills the proc_* and softnet_*
 // columns of iv's cpus rows with each CPU's figures since the previous
 // reading, adding a row for each CPU /proc/stat lists in both readings
 // that has none (no per-CPU probe ran: the probes' columns stay null).
-func (s *procStatSampler) Sample(iv *trace.Interval, _ int64) error {
+func (s *ProcSampler) Sample(iv *trace.Interval, _ int64) error {
 	s.lastOK = false
 	sn, snErr := readSoftnet()
 	rx, rxErr := readNetRx()
-	cur, err := readCPU()
+	cur, err := s.read()
 	if err == nil && s.ok {
 		for cpu := range cur.CPUs {
 			if _, ok := cpustat.CPUDelta(s.prev, cur, cpu); ok {
-				measure.CPURow(iv, cpu)
+				CPURow(iv, cpu)
 			}
 		}
 	}
@@ -130,5 +135,6 @@ func fillSoftnet(row *trace.CPURow, a, b softnet.Sample) {
 	row.SoftnetReceivedRPS, row.SoftnetFlowLimitDrops = &v[3], &v[4]
 }
 
-// usage returns the host and process CPU use over the latest interval.
-func (s *procStatSampler) usage() (cpustat.Usage, bool) { return s.last, s.lastOK }
+// Usage returns the host and process CPU use over the latest interval,
+// false when it was not measured.
+func (s *ProcSampler) Usage() (cpustat.Usage, bool) { return s.last, s.lastOK }
