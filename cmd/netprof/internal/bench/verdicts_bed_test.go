@@ -185,9 +185,9 @@ func TestVerdictSoftirqBound(t *testing.T) {
 // verdict missed while other tasks took a share of the steered CPU was
 // disturbed by them (tried once more).
 func softirqBoundRun(t *testing.T, cfg Config, bed *testbed.Bed, steered int) {
-	before := procStatCPUs(t)
+	before, snBefore := procStatCPUs(t), softnetSqueezes(t)
 	r, _ := bedRun(t, cfg, bed)
-	st := cpuDelta(before, procStatCPUs(t))
+	st, snAfter := cpuDelta(before, procStatCPUs(t)), softnetSqueezes(t)
 	if v := r.Verdict(analysis.RuleSoftirq); !v.Fired() && st[steered].othersShare() >= 0.05 {
 		kerneltest.Disturbed(t, "softirq-bound %q (%s) while other tasks took %.1f%% of CPU %d (/proc/stat user+system)",
 			v.Status, v.Summary, 100*st[steered].othersShare(), steered)
@@ -200,6 +200,50 @@ func softirqBoundRun(t *testing.T, cfg Config, bed *testbed.Bed, steered int) {
 	if len(st) <= steered || st[steered].softirqShare() < 0.5 || st[1-steered].softirqShare() > 0.25 {
 		t.Errorf("/proc/stat: softirq not on the steered CPU %d (%+v)", steered, st)
 	}
+	// The saturated core's net_rx_action kept stopping with work left:
+	// its time squeezes rose over the run (the test's own reading of
+	// /proc/net/softnet_stat), and the verdict cites that CPU's squeezes
+	// over its steady state, a part of the run.
+	squeezed := snAfter[steered] - snBefore[steered]
+	var cited uint64
+	for _, e := range r.Verdict(analysis.RuleSoftirq).Evidence {
+		if _, err := fmt.Sscanf(e, "CPU "+strconv.Itoa(steered)+" softnet_stat over the steady state: %d skbs processed, %d time squeezes", new(uint64), &cited); err == nil {
+			break
+		}
+	}
+	t.Logf("softnet_stat time squeezes of CPU %d over the run: %d (test's reading); cited over the steady state: %d", steered, squeezed, cited)
+	if squeezed == 0 || cited == 0 || cited > squeezed {
+		t.Errorf("CPU %d time squeezes: %d over the run, %d cited in the evidence: want 0 < cited <= run", steered, squeezed, cited)
+	}
+}
+
+// softnetSqueezes is the test's own reading of /proc/net/softnet_stat's
+// time_squeeze column (the third, hex) by CPU (the 13th column, Linux >=
+// 5.10; else the row's position).
+func softnetSqueezes(t *testing.T) map[int]uint64 {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]uint64{}
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Fields(line)
+		cpu := i
+		if len(f) >= 13 {
+			c, err := strconv.ParseUint(f[12], 16, 32)
+			if err != nil {
+				t.Fatalf("softnet_stat row %q: %v", line, err)
+			}
+			cpu = int(c)
+		}
+		v, err := strconv.ParseUint(f[2], 16, 32)
+		if err != nil {
+			t.Fatalf("softnet_stat row %q: %v", line, err)
+		}
+		out[cpu] = v
+	}
+	return out
 }
 
 // checkSoftirqVerdict checks the softirq-bound verdict and its evidence:
