@@ -242,6 +242,7 @@ func (b *builder) finish() {
 	b.cpu.finish(b)
 	b.flows.finish(b)
 	b.traffic.steering.finish(b.r)
+	b.finishStreamChrono()
 	b.blob.finish(b)
 	b.maps.finish(b)
 	b.cost.finish(b)

@@ -69,18 +69,20 @@ type FlowSummary struct {
 }
 
 // Chrono is TCP's chrono accounting (tcp_info busy_time, rwnd_limited,
-// sndbuf_limited): while a socket has data to send, its time is in exactly
-// one of three states.
+// sndbuf_limited).
 type Chrono struct {
-	// BusyUs: sending, limited by neither window nor buffer (cwnd,
-	// pacing, the application's writes); RwndLimitedUs: stopped by the
-	// receiver's advertised window; SndbufLimitedUs: stopped by its own
-	// send buffer (SO_SNDBUF / tcp_wmem). All µs.
+	// BusyUs: the time the socket had data to send (tcpi_busy_time, the
+	// kernel's chrono_stat of TCP_CHRONO_BUSY); RwndLimitedUs: the part of
+	// it the receiver's advertised window stopped it; SndbufLimitedUs: the
+	// part its own send buffer (SO_SNDBUF / tcp_wmem) did. All µs. Measured
+	// on 6.12 and 6.18 (TCP_INFO and the socket iterator alike): busy
+	// 2.15 s over 2.16 s of sending, 2.10 s of it rwnd-limited.
 	BusyUs, RwndLimitedUs, SndbufLimitedUs uint64
 }
 
-// SendingUs is the time the socket had data to send.
-func (c Chrono) SendingUs() uint64 { return c.BusyUs + c.RwndLimitedUs + c.SndbufLimitedUs }
+// SendingUs is the time the socket had data to send: the busy time, or
+// the limited parts when they exceed it (jiffy rounding between reads).
+func (c Chrono) SendingUs() uint64 { return max(c.BusyUs, c.RwndLimitedUs+c.SndbufLimitedUs) }
 
 // RwndShare and SndbufShare are the shares of SendingUs limited by the
 // receiver's window and by the send buffer (0 when SendingUs is 0).

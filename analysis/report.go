@@ -317,6 +317,10 @@ type Report struct {
 	// RetxTimeline is sender retransmits per interval (TCP_INFO, else BPF).
 	RetxTimeline []CountPoint
 
+	// StreamChrono is the generator's sending streams' chrono accounting
+	// over the steady state (traffic table); nil without those columns.
+	StreamChrono *StreamChrono
+
 	// Drops are the kernel's packet drops by reason over the run (drops
 	// table), most first; nil when the drops probe did not run (the
 	// reason says why), empty when it ran and nothing was dropped.

@@ -281,10 +281,14 @@ func ruleWindow(f *facts, wire bool) Verdict {
 		"host CPUs < " + pct(th.HostBusy) + " busy (/proc/stat, " + orDash(r.CPUWindow) + "), unless the flow is held by " +
 			"the --window socket buffer: a CPU-bound sender's snd_cwnd follows what it sends",
 		"for >= " + pct(th.WindowFlows) + " of sending flows; not wire-bound",
-		"or, from the kernel's chrono accounting (socket iterator), the receiver's window (tcp_rwnd_limited_us) or the " +
-			"send buffer (tcp_sndbuf_limited_us) held the sending flows >= " + pct(th.ChronoLimited) + " of their sending time",
+		"or, from the kernel's chrono accounting (socket iterator; else the generator's streams' TCP_INFO, either end), " +
+			"the receiver's window (tcp_rwnd_limited_us) or the send buffer (tcp_sndbuf_limited_us) held the sending flows >= " +
+			pct(th.ChronoLimited) + " of their sending time",
 	}}
 	if len(f.send) == 0 {
+		if sc := r.StreamChrono; sc != nil {
+			return windowFromStreams(f, v, wire, sc)
+		}
 		v.Status, v.Summary = Skipped, noSendingFlow(r)
 		return v
 	}
@@ -314,23 +318,19 @@ func ruleWindow(f *facts, wire bool) Verdict {
 		v.Evidence = append(v.Evidence, hostCPUEvidence(r))
 	}
 	ch, nch := sendingChrono(f.send)
+	what := fmt.Sprintf("%d of %d sending flows", nch, len(f.send))
+	if nch == 0 && r.StreamChrono != nil {
+		ch, nch, what = r.StreamChrono.Chrono, r.StreamChrono.Streams, streamChronoWhat(r.StreamChrono)
+	}
 	if nch > 0 {
-		v.Evidence = append(v.Evidence, fmt.Sprintf("kernel chrono, %d of %d sending flows, steady state: of %.3f s with data to send, "+
-			"%s limited by the receiver's window (tcp_rwnd_limited_us), %s by the send buffer (tcp_sndbuf_limited_us), "+
-			"%s neither (tcp_busy_us: cwnd, pacing or the application)", nch, len(f.send), float64(ch.SendingUs())/1e6,
-			pct(ch.RwndShare()), pct(ch.SndbufShare()), pct(share(ch.BusyUs, ch.SendingUs()))))
+		v.Evidence = append(v.Evidence, chronoEvidence(ch, what))
 	}
 	v.Evidence = append(v.Evidence, bdpEvidence(r)...)
+	if st, sum, ok := chronoVerdict(th, ch, nch, wire); ok {
+		v.Status, v.Summary = st, sum
+		return v
+	}
 	switch {
-	case wire:
-		v.Status, v.Summary = NotFired, "the link is at its rated speed"
-	case nch > 0 && ch.RwndShare() >= th.ChronoLimited && ch.RwndShare() >= ch.SndbufShare():
-		v.Status, v.Summary = Fired, fmt.Sprintf("the receiver's window held the streams %s of their sending time (kernel chrono): "+
-			"raise the receiver's buffer (tcp_rmem, or --window on the receiving end), make it read faster, or run more streams",
-			pct(ch.RwndShare()))
-	case nch > 0 && ch.SndbufShare() >= th.ChronoLimited:
-		v.Status, v.Summary = Fired, fmt.Sprintf("the streams' own send buffer held them %s of their sending time (kernel chrono): "+
-			"raise tcp_wmem or --window (the send buffer), or run more streams", pct(ch.SndbufShare()))
 	case float64(n) >= th.WindowFlows*float64(len(f.send)):
 		raise := "the window (tcp_wmem/tcp_rmem)"
 		if d.SocketWindow > 0 {
@@ -347,6 +347,51 @@ func ruleWindow(f *facts, wire bool) Verdict {
 		v.Status, v.Summary = NotFired, "most sending flows are below their window"
 	}
 	return v
+}
+
+// windowFromStreams judges the window rule on the generator's streams'
+// chrono alone: no sending flow of this host (a peer sent to it).
+func windowFromStreams(f *facts, v Verdict, wire bool, sc *StreamChrono) Verdict {
+	v.Evidence = append([]string{"no sending flow on this host (" + noSendingFlow(f.r) + "): judged on the generator's " +
+		"sending streams' TCP_INFO"}, chronoEvidence(sc.Chrono, streamChronoWhat(sc)))
+	v.Evidence = append(v.Evidence, bdpEvidence(f.r)...)
+	if st, sum, ok := chronoVerdict(f.th, sc.Chrono, sc.Streams, wire); ok {
+		v.Status, v.Summary = st, sum
+		return v
+	}
+	v.Status, v.Summary = NotFired, fmt.Sprintf("neither the receiver's window nor the send buffer held the streams "+
+		"(%s and %s of their sending time, kernel chrono)", pct(sc.RwndShare()), pct(sc.SndbufShare()))
+	return v
+}
+
+func streamChronoWhat(sc *StreamChrono) string {
+	return fmt.Sprintf("%d generator sending streams (traffic: TCP_INFO of each stream's socket, on either end)", sc.Streams)
+}
+
+// chronoEvidence describes the chrono accounting of what (flows or
+// streams) over the steady state.
+func chronoEvidence(ch Chrono, what string) string {
+	return fmt.Sprintf("kernel chrono, %s, steady state: of %.3f s with data to send (tcp_busy_us), "+
+		"%s limited by the receiver's window (tcp_rwnd_limited_us), %s by the send buffer (tcp_sndbuf_limited_us), "+
+		"%s by neither (cwnd, pacing or the application)", what, float64(ch.SendingUs())/1e6,
+		pct(ch.RwndShare()), pct(ch.SndbufShare()), pct(max(0, 1-ch.RwndShare()-ch.SndbufShare())))
+}
+
+// chronoVerdict is the window rule's outcome from chrono (or from the
+// link at its rated speed); ok false when chrono does not decide it.
+func chronoVerdict(th Thresholds, ch Chrono, n int, wire bool) (VerdictStatus, string, bool) {
+	switch {
+	case wire:
+		return NotFired, "the link is at its rated speed", true
+	case n > 0 && ch.RwndShare() >= th.ChronoLimited && ch.RwndShare() >= ch.SndbufShare():
+		return Fired, fmt.Sprintf("the receiver's window held the streams %s of their sending time (kernel chrono): "+
+			"raise the receiver's buffer (tcp_rmem, or --window on the receiving end), make it read faster, or run more streams",
+			pct(ch.RwndShare())), true
+	case n > 0 && ch.SndbufShare() >= th.ChronoLimited:
+		return Fired, fmt.Sprintf("the streams' own send buffer held them %s of their sending time (kernel chrono): "+
+			"raise tcp_wmem or --window (the send buffer), or run more streams", pct(ch.SndbufShare())), true
+	}
+	return "", "", false
 }
 
 // noSendingFlow says why the window and sender rules have no sending flow
@@ -521,6 +566,9 @@ func ruleSender(f *facts, wire, limiter, windowLimited bool) Verdict {
 	}
 	high := r.Retx.SegmentsSent > 0 && r.Retx.Fraction >= th.RetxHigh
 	ch, nch := sendingChrono(f.send)
+	if nch == 0 && r.StreamChrono != nil {
+		ch, nch = r.StreamChrono.Chrono, r.StreamChrono.Streams
+	}
 	if nch > 0 {
 		v.Evidence = append(v.Evidence, fmt.Sprintf("kernel chrono (steady state): %s of the sending time limited by the receiver's "+
 			"window, %s by the send buffer", pct(ch.RwndShare()), pct(ch.SndbufShare())))

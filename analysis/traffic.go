@@ -17,6 +17,7 @@ type trafficAcc struct {
 	sentBytes        uint64
 	endpoints        map[string]bool // generator connections, "local>remote"
 	steering         steeringAcc
+	chronoRows       []chronoRow // sender rows' chrono columns
 }
 
 // add returns the batch function for trace.TrafficRow.
@@ -44,6 +45,7 @@ func (a *trafficAcc) row(b *builder, x *trace.TrafficRow) {
 		a.sndRows++
 		a.sentBytes += x.AppBytes
 		a.senderRetx(x)
+		a.chrono(x)
 	} else if x.Role == trace.RoleReceiver {
 		a.rcvRows++
 	} else {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/analysis/analysistest"
+	"github.com/netprof/netprof/trace"
 )
 
 // scen builds a Report from a synthetic scenario.
@@ -258,4 +259,44 @@ func TestRuleWindowChrono(t *testing.T) {
 	r = scen(t, s, Options{})
 	wantVerdict(t, r, RuleWindow, NotFired)
 	wantVerdict(t, r, RuleSender, Fired, "only 5.0% of its sending time, kernel chrono", "application or its CPU")
+}
+
+// With no sending flow on this host (a peer sent to it), the window rule
+// judges on the generator streams' own chrono (traffic rows, TCP_INFO of
+// each sending stream on either end); rows outside the steady state do not
+// count.
+func TestRuleWindowStreamChrono(t *testing.T) {
+	s := analysistest.Scenario{RatedMbps: 100_000}
+	ifaces, cpus, _, traffic := s.Tables()
+	w := scen(t, s, Options{}).steady()
+	for i := range traffic {
+		x := &traffic[i]
+		if x.Role != trace.RoleSender {
+			continue
+		}
+		busy, rwnd, sndbuf := uint64(1_000_000), uint64(400_000), uint64(0)
+		if !inWindow(x.Time, x.IntervalNs, w.SteadyStart, w.SteadyEnd) {
+			rwnd = 0 // outside the steady state: must not count
+		}
+		x.TCPBusyUs, x.TCPRwndLimitedUs, x.TCPSndbufLimitedUs = &busy, &rwnd, &sndbuf
+	}
+	r, err := BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus, Traffic: traffic}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StreamChrono == nil || r.StreamChrono.Streams != 4 {
+		t.Fatalf("stream chrono %+v", r.StreamChrono)
+	}
+	wantVerdict(t, r, RuleWindow, Fired, "receiver's window held the streams 40.0% of their sending time",
+		"4 generator sending streams (traffic: TCP_INFO", "no sending flow on this host")
+	for i := range traffic {
+		if x := &traffic[i]; x.TCPRwndLimitedUs != nil {
+			zero := uint64(0)
+			x.TCPRwndLimitedUs = &zero
+		}
+	}
+	r, _ = BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus, Traffic: traffic}, Options{})
+	wantVerdict(t, r, RuleWindow, NotFired, "neither the receiver's window nor the send buffer held the streams (0.0% and 0.0%")
+	r, _ = BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus}, Options{})
+	wantVerdict(t, r, RuleWindow, Skipped)
 }

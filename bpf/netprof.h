@@ -128,7 +128,7 @@ struct np_tcp_rec {
 	__u64 bytes_received;  /* tp->bytes_received */
 	__u64 bytes_sent;      /* tp->bytes_sent (incl. retransmits) */
 	__u64 bytes_retrans;   /* tp->bytes_retrans */
-	__u64 busy_jiffies;    /* chrono_stat[TCP_CHRONO_BUSY - 1]: busy, not limited */
+	__u64 busy_jiffies;    /* chrono_stat[TCP_CHRONO_BUSY - 1]: time with data to send, limited parts included (= tcpi_busy_time) */
 	__u64 rwnd_limited_jiffies;
 	__u64 sndbuf_limited_jiffies;
 	__u32 segs_in, segs_out, data_segs_in, data_segs_out;

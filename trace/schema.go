@@ -255,9 +255,10 @@ type FlowRow struct {
 	// TCPDataSegsOut counts data segments sent, retransmits included
 	// (tcpi_data_segs_out).
 	TCPDataSegsOut *uint64 `parquet:"tcp_data_segs_out,optional"`
-	// What limited the sender (the kernel's chrono accounting): time with
-	// data in flight (busy), and the parts of it the peer's receive window
-	// or this socket's send buffer limited, µs.
+	// What limited the sender (the kernel's chrono accounting), µs: busy
+	// is the time the socket had data to send (TCP_INFO's tcpi_busy_time);
+	// rwnd-limited and sndbuf-limited are the parts of it the peer's
+	// receive window and this socket's send buffer limited.
 	TCPBusyUs          *uint64 `parquet:"tcp_busy_us,optional"`
 	TCPRwndLimitedUs   *uint64 `parquet:"tcp_rwnd_limited_us,optional"`
 	TCPSndbufLimitedUs *uint64 `parquet:"tcp_sndbuf_limited_us,optional"`
@@ -295,6 +296,18 @@ type TrafficRow struct {
 	TCPRttUs *uint32 `parquet:"tcp_rtt_us,optional"`
 	// TCPCwnd is tcpi_snd_cwnd (segments) at the interval end.
 	TCPCwnd *uint32 `parquet:"tcp_cwnd,optional"`
+	// What limited the stream (the kernel's chrono accounting, TCP_INFO,
+	// deltas over the interval, µs), as the flows table's columns: busy
+	// (time with data to send), and the parts of it the receiver's window
+	// and the stream's own send buffer limited; for the generator's own
+	// streams on either end (a peer reports its own).
+	TCPBusyUs          *uint64 `parquet:"tcp_busy_us,optional"`
+	TCPRwndLimitedUs   *uint64 `parquet:"tcp_rwnd_limited_us,optional"`
+	TCPSndbufLimitedUs *uint64 `parquet:"tcp_sndbuf_limited_us,optional"`
+	// TCPDeliveryRateBps is the latest delivery rate sample (bit/s) and
+	// TCPSndWndBytes the peer's advertised window, at the interval end.
+	TCPDeliveryRateBps *uint64 `parquet:"tcp_delivery_rate_bps,optional"`
+	TCPSndWndBytes     *uint32 `parquet:"tcp_snd_wnd_bytes,optional"`
 	// IncomingCPU and IncomingNapiID are the receiving socket's
 	// SO_INCOMING_CPU (the CPU that last processed a packet for it: where
 	// RSS/RPS steered the stream) and SO_INCOMING_NAPI_ID (the receive

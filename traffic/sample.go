@@ -58,6 +58,20 @@ type TCPInfo struct {
 	// BytesAcked is tcpi_bytes_acked: bytes the peer acknowledged,
 	// cumulative (payload plus this package's hello; kernel >= 4.1).
 	BytesAcked uint64
+	// What limited the sender, the kernel's chrono accounting (kernel >=
+	// 4.10), cumulative µs: BusyUs is tcpi_busy_time, the time the socket
+	// had data to send; RwndLimitedUs (tcpi_rwnd_limited) and
+	// SndbufLimitedUs (tcpi_sndbuf_limited) are the parts of it the peer's
+	// receive window and this socket's send buffer limited. (Measured on
+	// 6.12 and 6.18: 2.15 s busy over 2.16 s of sending, 2.10 s of it
+	// rwnd-limited.)
+	BusyUs, RwndLimitedUs, SndbufLimitedUs uint64
+	// DeliveryRateBps is tcpi_delivery_rate × 8: the latest delivery rate
+	// sample, bit/s.
+	DeliveryRateBps uint64
+	// SndWnd is tcpi_snd_wnd: the peer's advertised receive window, bytes
+	// (kernel >= 5.4; 0 before).
+	SndWnd uint32
 }
 
 // DialFunc opens a connection, as net.Dialer.DialContext does. network is

@@ -25,6 +25,8 @@ func readTCPInfo(rc syscall.RawConn) *TCPInfo {
 		SndCwnd:      ti.Snd_cwnd,
 		SndMss:       ti.Snd_mss,
 		BytesAcked:   ti.Bytes_acked,
+		BusyUs:       ti.Busy_time, RwndLimitedUs: ti.Rwnd_limited, SndbufLimitedUs: ti.Sndbuf_limited,
+		DeliveryRateBps: ti.Delivery_rate * 8, SndWnd: ti.Snd_wnd,
 	}
 }
 

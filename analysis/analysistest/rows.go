@@ -31,6 +31,9 @@ func (s Scenario) flows(i int, end time.Time, ns int64, k int, per, segs uint64)
 	var chrono [3]*uint64
 	if s.Chrono != nil {
 		for j, f := range s.Chrono {
+			if j == 0 { // busy: the whole time with data to send
+				f = s.Chrono[0] + s.Chrono[1] + s.Chrono[2]
+			}
 			v := uint64(f * float64(ns) / 1e3)
 			chrono[j] = &v
 		}

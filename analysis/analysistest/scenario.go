@@ -71,8 +71,9 @@ type Scenario struct {
 	// RetxFraction is retransmitted / sent segments (default 0).
 	RetxFraction float64
 	// Chrono, when set, gives the sending flows the socket iterator's
-	// chrono columns: the shares of each interval spent busy, limited by
-	// the receiver's window and by the send buffer (tcp_busy_us,
+	// chrono columns: the shares of each interval sending limited by
+	// neither, by the receiver's window and by the send buffer
+	// (tcp_busy_us gets their sum: the time with data to send;
 	// tcp_rwnd_limited_us, tcp_sndbuf_limited_us).
 	Chrono *[3]float64
 }

@@ -118,6 +118,7 @@ func TestReverseAndBidir(t *testing.T) {
 			} else if rep.Result.ReceivedBytes != nil {
 				t.Errorf("reverse test: server reports received bytes %v", rep.Result.ReceivedBytes)
 			}
+			checkSentTCP(t, rep)
 			// A single data port: every stream shares it.
 			for _, smp := range rep.Local {
 				if port(smp.RemoteAddr) != rep.Session.Ports[0] {
@@ -215,5 +216,34 @@ func TestConnectDataNamesPorts(t *testing.T) {
 	}
 	if _, err := runClient(t, ts.addr, Params{Streams: 1, Duration: 300 * time.Millisecond, Interval: 100 * time.Millisecond}); err != nil {
 		t.Errorf("next client: %v", err)
+	}
+}
+
+// checkSentTCP: the server reports each sending stream's TCP_INFO per
+// interval; its retransmits and busy time add up to what the socket's own
+// totals were at the end, at most (the server's last reading), and the
+// sending streams were busy for some of the run.
+func checkSentTCP(t *testing.T, rep *Report) {
+	t.Helper()
+	busy := make([]uint64, rep.Session.Streams)
+	for _, iv := range rep.Remote {
+		if len(iv.SentBytes) > 0 && len(iv.SentTCP) != len(iv.SentBytes) {
+			t.Errorf("interval %d: %d sent_tcp entries for %d streams", iv.Index, len(iv.SentTCP), len(iv.SentBytes))
+		}
+		for i, st := range iv.SentTCP {
+			if st == nil {
+				t.Errorf("interval %d stream %d: no TCP_INFO", iv.Index, i)
+				continue
+			}
+			busy[i] += st.BusyUs
+			if st.RwndLimitedUs+st.SndbufLimitedUs > st.BusyUs+4000 { // one jiffy at HZ=250
+				t.Errorf("interval %d stream %d: limited %d+%d µs of %d µs busy", iv.Index, i, st.RwndLimitedUs, st.SndbufLimitedUs, st.BusyUs)
+			}
+		}
+	}
+	for i, b := range busy {
+		if b == 0 || b > uint64(2*time.Second/time.Microsecond) {
+			t.Errorf("stream %d: busy %d µs over a 0.5 s test", i, b)
+		}
 	}
 }

@@ -14,6 +14,7 @@ type intervalState struct {
 	start, last        time.Time
 	index              int
 	prevRecv, prevSent []uint64 // cumulative per stream at the last tick
+	prevTCP            []*traffic.TCPInfo
 	cpu0, cpuLast      cpustat.Sample
 	cpuOK              bool
 }
@@ -25,6 +26,7 @@ func newIntervalState(t *serverTest, start time.Time, cpu0 cpustat.Sample) *inte
 	}
 	if t.send != nil {
 		s.prevSent = make([]uint64, t.info.Streams)
+		s.prevTCP = make([]*traffic.TCPInfo, t.info.Streams)
 	}
 	return s
 }
@@ -36,7 +38,9 @@ func (s *intervalState) next(now time.Time) Interval {
 		iv.ReceivedBytes = deltas(s.t.recv.Sample(), s.prevRecv)
 	}
 	if s.t.send != nil {
-		iv.SentBytes = deltas(s.t.send.Sample(), s.prevSent)
+		smp := s.t.send.Sample()
+		iv.SentBytes = deltas(smp, s.prevSent)
+		iv.SentTCP = s.tcpDeltas(smp)
 	}
 	if s.cpuOK {
 		if c, err := cpustat.Read(); err == nil {
@@ -55,6 +59,25 @@ func (s *intervalState) total() cpustat.Usage {
 		return cpustat.Usage{}
 	}
 	return cpustat.Delta(s.cpu0, s.cpuLast)
+}
+
+// tcpDeltas returns each sending stream's TCP_INFO over the interval (nil
+// for streams without), or nil when no stream had any.
+func (s *intervalState) tcpDeltas(samples []traffic.StreamSample) []*StreamTCP {
+	out := make([]*StreamTCP, len(s.prevTCP))
+	seen := false
+	for _, smp := range samples {
+		if smp.Stream < 0 || smp.Stream >= len(out) || smp.TCP == nil {
+			continue
+		}
+		out[smp.Stream] = wireTCP(traffic.DeltaTCP(smp.TCP, s.prevTCP[smp.Stream]))
+		s.prevTCP[smp.Stream] = smp.TCP
+		seen = true
+	}
+	if !seen {
+		return nil
+	}
+	return out
 }
 
 // deltas returns each stream's bytes since prev and updates prev to the

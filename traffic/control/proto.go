@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/internal/cpustat"
+	"github.com/netprof/netprof/traffic"
 )
 
 // Version is the control protocol version this package speaks. The frame
@@ -107,8 +108,37 @@ type Interval struct {
 	// (reverse and bidir tests).
 	ReceivedBytes []uint64 `json:"received_bytes,omitempty"`
 	SentBytes     []uint64 `json:"sent_bytes,omitempty"`
+	// SentTCP[i] is what TCP_INFO says of the server's sending stream i
+	// over the interval (what limited it: the kernel's chrono accounting),
+	// null for a stream whose socket gave none; absent from servers before
+	// it.
+	SentTCP []*StreamTCP `json:"sent_tcp,omitempty"`
 	// CPU is the server host's CPU use and the server process's own.
 	CPU CPUUsage `json:"cpu"`
+}
+
+// StreamTCP is a sending stream's TCP_INFO over one interval: deltas of
+// the cumulative counters (segments, µs), the rest at the interval's end.
+type StreamTCP struct {
+	Retransmits     uint64 `json:"retransmits"`
+	RttUs           uint32 `json:"rtt_us"`
+	Cwnd            uint32 `json:"cwnd"`
+	BusyUs          uint64 `json:"busy_us"`
+	RwndLimitedUs   uint64 `json:"rwnd_limited_us"`
+	SndbufLimitedUs uint64 `json:"sndbuf_limited_us"`
+	DeliveryRateBps uint64 `json:"delivery_rate_bps"`
+	SndWndBytes     uint32 `json:"snd_wnd_bytes"`
+}
+
+// Delta returns the wire form's traffic.TCPDelta.
+func (s StreamTCP) Delta() traffic.TCPDelta {
+	return traffic.TCPDelta{Retransmits: s.Retransmits, RttUs: s.RttUs, Cwnd: s.Cwnd, BusyUs: s.BusyUs,
+		RwndLimitedUs: s.RwndLimitedUs, SndbufLimitedUs: s.SndbufLimitedUs, DeliveryRateBps: s.DeliveryRateBps, SndWnd: s.SndWndBytes}
+}
+
+func wireTCP(d traffic.TCPDelta) *StreamTCP {
+	return &StreamTCP{Retransmits: d.Retransmits, RttUs: d.RttUs, Cwnd: d.Cwnd, BusyUs: d.BusyUs,
+		RwndLimitedUs: d.RwndLimitedUs, SndbufLimitedUs: d.SndbufLimitedUs, DeliveryRateBps: d.DeliveryRateBps, SndWndBytes: d.SndWnd}
 }
 
 // Result is the server's summary of a whole test.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/control"
 	"github.com/netprof/netprof/traffic/testbed"
@@ -314,5 +315,69 @@ func checkPartialTrace(t *testing.T, res *Result) {
 	}
 	if res.Report == nil || res.Report.Primary == nil {
 		t.Errorf("no report of the partial trace")
+	}
+}
+
+// A peer sends (reverse) over a 10 ms delay line to this end, whose
+// receive buffer the test capped at 64 KiB (A's tcp_rmem): this host has
+// no sending flow, and the window rule judges on the peer streams' own
+// TCP_INFO chrono, which the peer reports over the control protocol
+// (traffic rows of the peer's sender role): the receiver's window held
+// them. Each stream's rate stays near what 64 KiB per round trip allows
+// (the test's own connect-time RTT), the cause the test set.
+func TestVerdictWindowFromPeerStreams(t *testing.T) {
+	requireBench(t, false)
+	c0 := DefaultConfig()
+	c0.RTT = 10 * time.Millisecond
+	bed := rttBed(t, c0)
+	if err := bed.A().SetSysctl("net.ipv4.tcp_rmem", "4096 65536 65536"); err != nil {
+		t.Fatal(err)
+	}
+	ct := minConnect(t, bed, 5)
+	srv := startPeer(t, bed, 5001, 5002)
+	cfg := peerConfig(t, srv)
+	cfg.Direction, cfg.Duration = control.Reverse, 3*time.Second
+	res, err := RunPeer(context.Background(), cfg, "test", fromA(bed), nil)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	run, err := trace.Open(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := run.Traffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerHost := bed.B().Addr.String()
+	var peerRows, withChrono int
+	var rwnd, sending uint64
+	for _, r := range rows {
+		if r.Role != trace.RoleSender || !strings.HasPrefix(r.LocalAddr, peerHost+":") {
+			continue
+		}
+		peerRows++
+		if r.TCPBusyUs != nil && r.TCPRwndLimitedUs != nil && r.TCPSndbufLimitedUs != nil {
+			withChrono++
+			rwnd += *r.TCPRwndLimitedUs
+			sending += *r.TCPBusyUs + *r.TCPRwndLimitedUs + *r.TCPSndbufLimitedUs
+		}
+	}
+	t.Logf("peer sender rows %d, with chrono %d: rwnd-limited %d of %d µs sending", peerRows, withChrono, rwnd, sending)
+	if peerRows == 0 || withChrono != peerRows {
+		t.Fatalf("peer sender rows %d, %d with the tcp chrono columns: want all", peerRows, withChrono)
+	}
+	r := reanalyze(t, run, analysis.Options{})
+	v := wantVerdict(t, r, analysis.RuleWindow, analysis.Fired)
+	t.Logf("%s: %s\n  %s", v.Rule, v.Summary, strings.Join(v.Evidence, "\n  "))
+	if !strings.Contains(v.Summary, "the receiver's window held the streams") {
+		t.Errorf("window verdict %q does not name the receiver's window", v.Summary)
+	}
+	wantEvidence(t, v, "generator sending streams (traffic: TCP_INFO")
+	limit := float64(64<<10) * 8 / ct.Seconds()
+	for addr, g := range senderRates(t, run) {
+		if g > 2*limit {
+			t.Errorf("stream %s: %.0f Mbit/s, above 2x 64 KiB / %v = %.0f Mbit/s: the capped window did not hold it", addr, g/1e6, ct, 2*limit/1e6)
+		}
 	}
 }

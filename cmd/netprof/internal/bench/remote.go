@@ -69,21 +69,28 @@ func (r *remoteRows) flush(tl *timeline, w *trace.Writer, remote []control.Inter
 // rows returns one report's rows, stamped at and marked with phase.
 func (r *remoteRows) rows(ri control.Interval, at time.Time, phase string, addrs map[streamKey]traffic.StreamSample) []trace.TrafficRow {
 	var rows []trace.TrafficRow
-	add := func(role, localRole string, stream int, n uint64) {
+	add := func(role, localRole string, stream int, n uint64, tcp *control.StreamTCP) {
 		l := addrs[streamKey{localRole, stream}]
 		p := phase
 		rows = append(rows, trace.TrafficRow{Time: at, IntervalNs: ri.IntervalNs, Stream: int32(stream), Role: role,
 			LocalAddr: l.RemoteAddr, RemoteAddr: l.LocalAddr, AppBytes: n, Phase: &p})
+		if tcp != nil {
+			fillTCP(&rows[len(rows)-1], tcp.Delta())
+		}
 		if phase == trace.PhaseMeasure {
 			r.moved += n
 		}
 	}
 	for i, n := range ri.ReceivedBytes {
-		add(trace.RoleReceiver, traffic.RoleSender, i, n)
+		add(trace.RoleReceiver, traffic.RoleSender, i, n, nil)
 		r.recvTotal += n
 	}
 	for i, n := range ri.SentBytes {
-		add(trace.RoleSender, traffic.RoleReceiver, r.reverseOff+i, n)
+		var tcp *control.StreamTCP
+		if i < len(ri.SentTCP) {
+			tcp = ri.SentTCP[i]
+		}
+		add(trace.RoleSender, traffic.RoleReceiver, r.reverseOff+i, n, tcp)
 		r.sentTotal += n
 	}
 	return rows

@@ -88,17 +88,18 @@ func trafficRow(st, p traffic.StreamSample) trace.TrafficRow {
 		AppBytes: st.AppBytes - min(p.AppBytes, st.AppBytes),
 	}
 	if st.Role == traffic.RoleSender && st.TCP != nil {
-		var prevRetrans uint64
-		if p.TCP != nil {
-			prevRetrans = p.TCP.TotalRetrans
-		}
-		retrans := st.TCP.TotalRetrans - min(prevRetrans, st.TCP.TotalRetrans)
-		rtt, cwnd := st.TCP.RttUs, st.TCP.SndCwnd
-		row.TCPRetransmits, row.TCPRttUs, row.TCPCwnd = &retrans, &rtt, &cwnd
+		fillTCP(&row, traffic.DeltaTCP(st.TCP, p.TCP))
 	}
 	if s := st.Steering; st.Role == traffic.RoleReceiver && s != nil {
 		cpu, napi := s.CPU, s.NapiID
 		row.IncomingCPU, row.IncomingNapiID = &cpu, &napi
 	}
 	return row
+}
+
+// fillTCP sets a sending stream's row's tcp_* columns.
+func fillTCP(row *trace.TrafficRow, d traffic.TCPDelta) {
+	row.TCPRetransmits, row.TCPRttUs, row.TCPCwnd = &d.Retransmits, &d.RttUs, &d.Cwnd
+	row.TCPBusyUs, row.TCPRwndLimitedUs, row.TCPSndbufLimitedUs = &d.BusyUs, &d.RwndLimitedUs, &d.SndbufLimitedUs
+	row.TCPDeliveryRateBps, row.TCPSndWndBytes = &d.DeliveryRateBps, &d.SndWnd
 }
