@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -29,6 +30,10 @@ type BDP struct {
 	// flight at most, whatever its snd_cwnd (BBR's is twice what it
 	// sends), so it caps each flow's window (windowOf).
 	SocketWindow float64
+	// SocketWindowGranted: the kernel gave less than --window asked (net.core.
+	// rmem_max / wmem_max), and SocketWindow is what it gave: the smallest
+	// usable SO_SNDBUF / SO_RCVBUF the run read back from its data sockets.
+	SocketWindowGranted bool
 	// PerStreamFlow is the median sending flow by window-limited rate
 	// (windowOf; of an even count the lower of the two middle flows), as
 	// "local -> remote"; "" when no sending flow has one. PerStreamBps,
@@ -76,6 +81,11 @@ func (b *builder) bdp() {
 	}
 	d.TargetBytes = d.TargetBps / 8 * rtt.Seconds()
 	d.SocketWindow = float64(ConfigInt(socketOptions(r.Manifest.Config), "window_bytes"))
+	if g := grantedWindow(r.Manifest.Config); d.SocketWindow > 0 && g > 0 && g < d.SocketWindow {
+		r.note(fmt.Sprintf("--window asked %s per socket, the kernel gave %s (net.core.rmem_max/wmem_max; "+
+			"summary.socket_options.ends): the window figures use what it gave", fmtSize(int64(d.SocketWindow)), fmtSize(int64(g))))
+		d.SocketWindow, d.SocketWindowGranted = g, true
+	}
 	if m, ok := d.medianFlow(send); ok {
 		d.PerStreamFlow = m.Src + " -> " + m.Dst
 		d.PerStreamWindow, d.PerStreamBps = d.windowOf(m)
@@ -139,6 +149,30 @@ func (d *BDP) windowRatio(f FlowSummary) float64 {
 }
 
 // socketOptions returns manifest config socket_options (nil when absent).
+// grantedWindow is the smallest usable SO_SNDBUF / SO_RCVBUF bench read
+// back from its data sockets (manifest config summary.socket_options.ends,
+// so_*buf_usable_bytes), 0 when not recorded.
+func grantedWindow(cfg map[string]any) float64 {
+	sum, ok := cfg["summary"].(map[string]any)
+	if !ok && cfg["summary"] != nil { // an in-memory manifest holds the summary's own type
+		if b, err := json.Marshal(cfg["summary"]); err == nil {
+			_ = json.Unmarshal(b, &sum)
+		}
+	}
+	so, _ := sum["socket_options"].(map[string]any)
+	ends, _ := so["ends"].([]any)
+	var g float64
+	for _, e := range ends {
+		m, _ := e.(map[string]any)
+		for _, k := range []string{"so_sndbuf_usable_bytes", "so_rcvbuf_usable_bytes"} {
+			if v, ok := m[k].(float64); ok && v > 0 && (g == 0 || v < g) {
+				g = v
+			}
+		}
+	}
+	return g
+}
+
 func socketOptions(cfg map[string]any) map[string]any {
 	so, _ := cfg["socket_options"].(map[string]any)
 	return so

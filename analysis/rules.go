@@ -336,6 +336,9 @@ func ruleWindow(f *facts, wire bool) Verdict {
 		if d.SocketWindow > 0 {
 			raise = "--window (the socket buffer each stream is held to)"
 		}
+		if d.SocketWindowGranted {
+			raise = "net.core.rmem_max and wmem_max (the kernel capped --window's socket buffer at " + fmtSize(int64(d.SocketWindow)) + ")"
+		}
 		v.Status, v.Summary = Fired, "each stream is capped at window / RTT: raise "+raise+" or run more streams"
 	case cpu > 0 && cpu >= above && cpu >= below:
 		v.Status, v.Summary = NotFired, fmt.Sprintf("the host's CPUs were %s busy (/proc/stat): the CPU is the limit and "+
@@ -424,11 +427,15 @@ func windowFlowEvidence(r *Report) string {
 		return "per-stream window: n/a (no sending flow with a steady-state window and srtt)"
 	}
 	win, what := u.FormatBytes(d.PerStreamWindow), "snd_cwnd x mss, steady-state average"
+	src := "--window"
+	if d.SocketWindowGranted {
+		src = "--window as the kernel gave it"
+	}
 	switch {
 	case d.SocketWindow > 0 && d.PerStreamWindow >= d.SocketWindow:
-		win, what = fmtSize(int64(d.SocketWindow)), "the socket buffer (--window), smaller than its snd_cwnd x mss"
+		win, what = fmtSize(int64(d.SocketWindow)), "the socket buffer ("+src+"), smaller than its snd_cwnd x mss"
 	case d.SocketWindow > 0:
-		what += ", below the socket buffer " + fmtSize(int64(d.SocketWindow)) + " (--window)"
+		what += ", below the socket buffer " + fmtSize(int64(d.SocketWindow)) + " (" + src + ")"
 	}
 	return fmt.Sprintf("median flow by window-limited rate, %s: window %s (%s) x 8 / srtt %s "+
 		"(steady state) = %s per stream", d.PerStreamFlow, win, what, fmtUs(d.SrttUs), fmtRate(u, d.PerStreamBps))

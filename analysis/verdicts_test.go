@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,25 @@ func TestRuleWindowSocketBuffer(t *testing.T) {
 	// the congestion window counts: not window-limited.
 	wantVerdict(t, scen(t, s, Options{}), RuleWindow, NotFired, "below their window")
 	wantVerdict(t, withWindow(64<<20), RuleWindow, NotFired, "below their window")
+
+	// 64 MiB asked, 256 KiB given by the kernel (rmem_max; the ends read
+	// back, as bench records them): the window is the one it gave.
+	m := s.Manifest()
+	m.Config["socket_options"] = map[string]any{"window_bytes": float64(64 << 20)}
+	m.Config["summary"] = map[string]any{"socket_options": map[string]any{"ends": []any{
+		map[string]any{"so_sndbuf_usable_bytes": float64(4 << 20), "so_rcvbuf_usable_bytes": float64(256 << 10)},
+		map[string]any{"so_sndbuf_usable_bytes": float64(4 << 20), "so_rcvbuf_usable_bytes": float64(256 << 10)}}}}
+	ifaces, cpus, flows, traffic := s.Tables()
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{TargetBps: 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVerdict(t, r, RuleWindow, Fired, "window 256 KiB (the socket buffer (--window as the kernel gave it)", "net.core.rmem_max and wmem_max")
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.Contains(n, "--window asked 64.0 MiB per socket, the kernel gave 256 KiB")
+	}) {
+		t.Errorf("notes lack the granted window: %q", r.Notes)
+	}
 }
 
 func TestRuleStorage(t *testing.T) {
