@@ -327,6 +327,10 @@ func ruleWindow(f *facts, wire bool) Verdict {
 	}
 	v.Evidence = append(v.Evidence, bdpEvidence(r)...)
 	if st, sum, ok := chronoVerdict(th, ch, nch, wire); ok {
+		if st == Fired && d.SocketWindowGranted {
+			sum += "; the kernel capped --window's socket buffer at " + fmtSize(int64(d.SocketWindow)) +
+				": raise net.core.rmem_max and wmem_max first"
+		}
 		v.Status, v.Summary = st, sum
 		return v
 	}

@@ -36,7 +36,8 @@ type Sampler struct {
 	socks []*ethtool.Ethtool
 	prev  []map[string]uint64 // per link; nil: not read
 	// Skipped names the links whose driver gives no statistics (read
-	// failed at Baseline): they have no rows.
+	// failed at Baseline) or that a later read could not find (removed,
+	// renamed): they have no rows (from then on).
 	Skipped []string
 }
 
@@ -108,7 +109,11 @@ func (s *Sampler) Sample(iv *trace.Interval, intervalNs int64) error {
 		}
 		st, err := s.read[i](l.Ifname)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ethtool -S %s: %w", l.Ifname, err))
+			// Gone or renamed (names are what ethtool reads by): no
+			// more rows for it, and the error once.
+			errs = append(errs, fmt.Errorf("ethtool -S %s: %w (no more nics rows for it)", l.Ifname, err))
+			s.prev[i] = nil
+			s.Skipped = append(s.Skipped, l.Ifname)
 			continue
 		}
 		names := make([]string, 0, len(st))

@@ -76,3 +76,33 @@ func TestSamplerDeltas(t *testing.T) {
 		}
 	}
 }
+
+// A link whose read fails after the baseline (removed or renamed) gives
+// the error once and no rows from then on; the other links go on.
+func TestSamplerLinkGone(t *testing.T) {
+	gone := false
+	s := &Sampler{links: []Link{{Netns: 1, Ifname: "eth0"}, {Netns: 1, Ifname: "eth1"}}}
+	s.read = []statsFunc{
+		func(string) (map[string]uint64, error) {
+			if gone {
+				return nil, fmt.Errorf("no such device")
+			}
+			return map[string]uint64{"rx_dropped": 1}, nil
+		},
+		func(string) (map[string]uint64, error) { return map[string]uint64{"rx_dropped": 2}, nil },
+	}
+	if err := s.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	gone = true
+	for i, wantErr := range []bool{true, false} {
+		var iv trace.Interval
+		err := s.Sample(&iv, 1e9)
+		if (err != nil) != wantErr || len(iv.NICs) != 1 || iv.NICs[0].Ifname != "eth1" {
+			t.Errorf("read %d after eth0 went: err %v, rows %+v; want the error only the first time, eth1's row each time", i, err, iv.NICs)
+		}
+	}
+	if len(s.Skipped) != 1 || s.Skipped[0] != "eth0" {
+		t.Errorf("skipped %v, want eth0", s.Skipped)
+	}
+}

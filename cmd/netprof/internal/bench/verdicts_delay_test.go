@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,14 +77,7 @@ func minConnect(t *testing.T, bed *testbed.Bed, n int) time.Duration {
 func TestVerdictWindowLimited(t *testing.T) {
 	requireBench(t, true)
 	const window = 256 << 10
-	cfg := DefaultConfig()
-	cfg.Probes = probeset.Default
-	cfg.RTT, cfg.Streams, cfg.Duration = 10*time.Millisecond, 2, 4*time.Second
-	cfg.SockOpts.Window = window
-	bed := rttBed(t, cfg)
-	ct := minConnect(t, bed, 10)
-	_, run := mustRun(t, cfg, bed, "")
-	r := reanalyze(t, run, analysis.Options{TargetBps: 1e9})
+	cfg, r, run, ct := windowRun(t, window)
 
 	expect := window * 8 / ct.Seconds() // bit/s per stream
 	gen := senderRates(t, run)
@@ -108,6 +102,21 @@ func TestVerdictWindowLimited(t *testing.T) {
 	if !strings.Contains(strings.Join(h.Thresholds, " "), "10.00 ms expected") {
 		t.Errorf("hairpin thresholds %q do not expect the asked-for 10 ms", h.Thresholds)
 	}
+}
+
+// windowRun runs 2 streams for 4 s over a 10 ms delay line with --window
+// window and the default probes, and returns the config, the report (for
+// a 1 Gbit/s target), the run and the test's own connect-time RTT.
+func windowRun(t *testing.T, window int) (Config, *analysis.Report, *trace.Run, time.Duration) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Probes = probeset.Default
+	cfg.RTT, cfg.Streams, cfg.Duration = 10*time.Millisecond, 2, 4*time.Second
+	cfg.SockOpts.Window = window
+	bed := rttBed(t, cfg)
+	ct := minConnect(t, bed, 10)
+	_, run := mustRun(t, cfg, bed, "")
+	return cfg, reanalyze(t, run, analysis.Options{TargetBps: 1e9}), run, ct
 }
 
 // checkWindowEvidence checks the window verdict names both flows, the
@@ -316,5 +325,45 @@ func TestVerdictWindowNamesTheWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --window 4 MiB with net.core.rmem_max and wmem_max at 256 KiB (set by the
+// test, restored after): the kernel gives each socket 256 KiB, and the
+// window rule judges the streams on that (the usable SO_RCVBUF/SO_SNDBUF
+// bench read back), naming the caps to raise; each stream runs at about
+// 256 KiB per round trip (the test's own connect time), not 4 MiB's.
+func TestVerdictWindowClampedByKernel(t *testing.T) {
+	requireBench(t, true)
+	const granted, asked = 256 << 10, 4 << 20
+	for _, k := range []string{"rmem_max", "wmem_max"} {
+		path := "/proc/sys/net/core/" + k
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.WriteFile(path, old, 0o644); err != nil {
+				t.Errorf("restore %s: %v", k, err)
+			}
+		})
+		if err := os.WriteFile(path, []byte(strconv.Itoa(granted)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, r, run, ct := windowRun(t, asked)
+	v := wantVerdict(t, r, analysis.RuleWindow, analysis.Fired)
+	t.Logf("%s: %s\n  %s", v.Rule, v.Summary, strings.Join(v.Evidence, "\n  "))
+	if !strings.Contains(v.Summary, "net.core.rmem_max and wmem_max") {
+		t.Errorf("window verdict %q does not name the caps to raise", v.Summary)
+	}
+	if r.BDP.SocketWindow != granted || !r.BDP.SocketWindowGranted {
+		t.Errorf("socket window %.0f (granted %v), want the %d bytes the kernel gave", r.BDP.SocketWindow, r.BDP.SocketWindowGranted, granted)
+	}
+	expect := float64(granted) * 8 / ct.Seconds()
+	for addr, g := range senderRates(t, run) {
+		if g < 0.7*expect || g > 2*expect {
+			t.Errorf("stream %s: generator rate %.0f Mbit/s, want 0.7-2x 256 KiB / %v = %.0f Mbit/s", addr, g/1e6, ct, expect/1e6)
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/probes/nicstats"
 	"github.com/netprof/netprof/probes/queues"
 	"github.com/netprof/netprof/trace"
 )
@@ -112,7 +113,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	}()
 	res.Probes = ps.status
 	printHeader(cfg.W, sel, ps)
-	rec := &measure.Recorder{Samplers: ps.samplers(tr), Period: cfg.Interval, Log: log}
+	samplers := ps.samplers(tr)
+	if nic := nicSampler(ns.Netns, cfg.Netns, sel, log); nic != nil {
+		defer nic.Close()
+		samplers = append(samplers, nic)
+	}
+	rec := &measure.Recorder{Samplers: samplers, Period: cfg.Interval, Log: log}
 	var w *trace.Writer
 	if cfg.Out != "" {
 		m := manifest(cfg, ns.Netns, sel, ps.status)
@@ -253,4 +259,25 @@ func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Pro
 		}
 	}
 	return m
+}
+
+// nicSampler returns the sampler of the counted interfaces' driver
+// statistics (the nics table, ethtool -S), nil (logged) when no ethtool
+// socket could be opened; the caller closes it. It reads by name: an
+// interface removed or renamed during the run has no more rows (logged
+// once).
+func nicSampler(netns uint64, do func(func() error) error, sel ifaces.Selection, log *slog.Logger) *nicstats.Sampler {
+	var links []nicstats.Link
+	for _, c := range sel.Counted() {
+		links = append(links, nicstats.Link{Netns: netns, Do: do, Ifname: c.Name})
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	s, err := nicstats.New(links)
+	if err != nil {
+		log.Warn("no driver statistics (nics table)", "err", err)
+		return nil
+	}
+	return s
 }

@@ -371,6 +371,22 @@ func TestWatchDefaultProbes(t *testing.T) {
 		t.Errorf("B's sockets received %d payload bytes over the run, the generator sent %d", received, sent)
 	}
 	checkProcColumns(t, run, bed.B().Link)
+	// The counted veth's driver statistics, every interval (nics table;
+	// veth's per-queue XDP counters: no XDP here, so they do not move).
+	nics, err := run.NICs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs := map[int64]bool{}
+	for _, n := range nics {
+		if n.Ifname != bed.B().Link || n.Stat == "peer_ifindex" {
+			t.Errorf("nics row %+v: want only %s's counters", n, bed.B().Link)
+		}
+		ivs[n.Time.UnixNano()] = true
+	}
+	if len(nics) == 0 || len(ivs) < res.Intervals-1 {
+		t.Errorf("%d nics rows over %d intervals, want rows in each of the %d intervals", len(nics), len(ivs), res.Intervals)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if softirqSource != "all softirqs, /proc/stat" {
