@@ -156,7 +156,7 @@ func (b *builder) finishNICLoss() {
 	if a.ethtool {
 		srcs = append(srcs, "ethtool -S")
 	} else {
-		srcs = append(srcs, "no ethtool -S rows (nics table: bench only)")
+		srcs = append(srcs, "no ethtool -S rows (nics table: bench and watch)")
 	}
 	b.r.nicLossSources = strings.Join(srcs, ", ")
 }

@@ -74,7 +74,7 @@ func TestNICLossCountedInterfaces(t *testing.T) {
 	// Nothing moved: "none" names what was read; no summary line.
 	ifaces, cpus, flows, traffic = s.Tables()
 	r, _ = BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
-	if r.NICLoss == nil || len(r.NICLoss) != 0 || r.NICLossLine() != "none (netlink rx/tx_dropped only (trace without the stats64 error columns), no ethtool -S rows (nics table: bench only), whole run)" {
+	if r.NICLoss == nil || len(r.NICLoss) != 0 || r.NICLossLine() != "none (netlink rx/tx_dropped only (trace without the stats64 error columns), no ethtool -S rows (nics table: bench and watch), whole run)" {
 		t.Errorf("nothing lost: %v, %q", r.NICLoss, r.NICLossLine())
 	}
 	// No ifaces rows: n/a.

@@ -159,7 +159,7 @@ func queueChart(r *analysis.Report) chart {
 	c := chart{Title: "Per-queue packet rate"}
 	h := r.QueueHeat
 	if h == nil || len(h.Queues) == 0 {
-		c.Missing = "no per-queue packet counters (nics table: ethtool -S of the counted interfaces, bench only; " +
+		c.Missing = "no per-queue packet counters (nics table: ethtool -S of the counted interfaces, bench and watch; " +
 			"drivers that count packets per queue: virtio_net, hv_netvsc, mlx5, mana, ena)"
 		return c
 	}
