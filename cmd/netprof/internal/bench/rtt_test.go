@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -118,84 +119,96 @@ func offBy(a, b float64) float64 { return math.Abs(a-b) / b }
 // adds 0.2–0.5 ms, which matters at 1 ms), within 10% of `ss -ti`'s
 // min_rtt on the sender during the run (the like-for-like check), and at
 // most 10% above the TCP connect time the test measures through the same
-// line.
+// line. A run whose checks fail while the path itself was unstable (the
+// test's own connect times: median more than 10% above their minimum,
+// which other load on the machine does to the user-space line) was
+// disturbed: tried once more.
 func TestProbeRTTThroughDelayLine(t *testing.T) {
 	requireBench(t, true)
 	for _, oneWay := range []time.Duration{time.Millisecond, 10 * time.Millisecond} {
-		t.Run(oneWay.String(), func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.RTT = 2 * oneWay
-			cfg.Duration = 3 * time.Second
-			cfg.Out = filepath.Join(t.TempDir(), "run")
-			bed := rttBed(t, cfg)
-			for _, h := range []*testbed.Host{bed.A(), bed.B()} {
-				for k, want := range RTTSysctls {
-					if got, err := h.Sysctl(k); err != nil || sysctlFields(got) != sysctlFields(want) {
-						t.Errorf("%s: %s = %q (%v), want %q", h.Name, k, got, err, want)
-					}
-				}
-			}
-			before := dialTimes(t, bed, 20)
+		t.Run(oneWay.String(), func(t *testing.T) { kerneltest.Retry(t, func(t *testing.T) { probeRTTRun(t, oneWay) }) })
+	}
+}
 
-			var res *Result
-			ss, ssErr := ssDuring(t, bed, cfg, func() {
-				var err error
-				if res, err = runOnBed(context.Background(), cfg, "test", bed, nil); err != nil {
-					t.Fatalf("bench: %v", err)
-				}
-			})
-			after := dialTimes(t, bed, 20)
-			ct := slices.Sorted(slices.Values(append(before, after...)))
-			ctMin := float64(ct[0].Microseconds())
+func probeRTTRun(t *testing.T, oneWay time.Duration) {
+	cfg := DefaultConfig()
+	cfg.RTT = 2 * oneWay
+	cfg.Duration = 3 * time.Second
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	bed := rttBed(t, cfg)
+	for _, h := range []*testbed.Host{bed.A(), bed.B()} {
+		for k, want := range RTTSysctls {
+			if got, err := h.Sysctl(k); err != nil || sysctlFields(got) != sysctlFields(want) {
+				t.Errorf("%s: %s = %q (%v), want %q", h.Name, k, got, err, want)
+			}
+		}
+	}
+	before := dialTimes(t, bed, 20)
 
-			run, err := trace.Open(cfg.Out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := run.Manifest.Config["rtt_ns"].(float64); got != float64(cfg.RTT.Nanoseconds()) { // JSON numbers
-				t.Errorf("manifest config rtt_ns = %v, want %d", got, cfg.RTT.Nanoseconds())
-			}
-			if run.Manifest.Config["netns_sysctls"] == nil || run.Manifest.Config["delay_line"] == nil {
-				t.Errorf("manifest config lacks netns_sysctls or delay_line: %v", run.Manifest.Config)
-			}
-			probeMin, samples := probeMinRTT(t, run, bed.A().NetnsInode())
-			nominal := float64((2 * oneWay).Microseconds())
-			st, _ := bed.DelayStats()
-			var gbps float64
-			if res.Report != nil && res.Report.RTT != nil {
-				t.Logf("report RTT: min %d µs, p50 %d µs, p99 %d µs", res.Report.RTT.MinUs, res.Report.RTT.P50Us, res.Report.RTT.P99Us)
-			}
-			gbps = float64(sumApp(res.Received)) * 8 / cfg.Duration.Seconds() / 1e9
-			t.Logf("one-way %v: nominal RTT %.0f µs; probe min RTT %d µs (%d samples); TCP connect min %.0f µs, median %v; ss minrtt %v ms (err %v); ~%.2f Gbit/s app; line A->B %+v",
-				oneWay, nominal, probeMin, samples, ctMin, ct[len(ct)/2], ss, ssErr, gbps, st.AB)
-			// The path's RTT is 2×delay plus what the user-space line
-			// itself adds: 0.2–0.5 ms on this 2-vCPU VM (LAB.md), 10–25%
-			// of a 2 ms path. So the probe's minimum must be at least
-			// 2×delay (nothing is faster than the injected delay) and at
-			// most 10% above it plus the line's 0.5 ms; the like-for-like
-			// checks are against ss and the connect time below.
-			const lineAllowanceUs = 500
-			if p := float64(probeMin); p < nominal || p > 1.10*nominal+lineAllowanceUs {
-				t.Errorf("probe min RTT %d µs: want 2×delay %.0f µs to 10%% + %d µs (the line's own delay) above it", probeMin, nominal, lineAllowanceUs)
-			}
-			// Connect time adds the accepting and connecting processes'
-			// wake-ups (more on a loaded host): an upper bound for the
-			// path's RTT, so the probe must not exceed it by more than 10%.
-			// ss's minrtt (below) is the like-for-like comparison.
-			if float64(probeMin) > 1.10*ctMin {
-				t.Errorf("probe min RTT %d µs is more than 10%% above the connect time %.0f µs", probeMin, ctMin)
-			}
-			// ss shows each connection's own minimum; the probe's figure
-			// is the minimum over all of them. (The kernel's min_rtt
-			// may come from a TCP timestamp sample, which has 1 ms
-			// resolution: at 10 ms it often reads exactly 20.000.)
-			if ssErr != nil || len(ss) == 0 {
-				t.Fatalf("ss -ti found no connection: %v", ssErr)
-			}
-			if m := slices.Min(ss); offBy(float64(probeMin), m*1000) > 0.10 {
-				t.Errorf("probe min RTT %d µs is %.1f%% from ss's smallest minrtt %.3f ms (want ≤ 10%%)", probeMin, 100*offBy(float64(probeMin), m*1000), m)
-			}
-		})
+	var res *Result
+	ss, ssErr := ssDuring(t, bed, cfg, func() {
+		var err error
+		if res, err = runOnBed(context.Background(), cfg, "test", bed, nil); err != nil {
+			t.Fatalf("bench: %v", err)
+		}
+	})
+	after := dialTimes(t, bed, 20)
+	ct := slices.Sorted(slices.Values(append(before, after...)))
+	ctMin := float64(ct[0].Microseconds())
+
+	run, err := trace.Open(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := run.Manifest.Config["rtt_ns"].(float64); got != float64(cfg.RTT.Nanoseconds()) { // JSON numbers
+		t.Errorf("manifest config rtt_ns = %v, want %d", got, cfg.RTT.Nanoseconds())
+	}
+	if run.Manifest.Config["netns_sysctls"] == nil || run.Manifest.Config["delay_line"] == nil {
+		t.Errorf("manifest config lacks netns_sysctls or delay_line: %v", run.Manifest.Config)
+	}
+	probeMin, samples := probeMinRTT(t, run, bed.A().NetnsInode())
+	nominal := float64((2 * oneWay).Microseconds())
+	st, _ := bed.DelayStats()
+	var gbps float64
+	if res.Report != nil && res.Report.RTT != nil {
+		t.Logf("report RTT: min %d µs, p50 %d µs, p99 %d µs", res.Report.RTT.MinUs, res.Report.RTT.P50Us, res.Report.RTT.P99Us)
+	}
+	gbps = float64(sumApp(res.Received)) * 8 / cfg.Duration.Seconds() / 1e9
+	t.Logf("one-way %v: nominal RTT %.0f µs; probe min RTT %d µs (%d samples); TCP connect min %.0f µs, median %v; ss minrtt %v ms (err %v); ~%.2f Gbit/s app; line A->B %+v",
+		oneWay, nominal, probeMin, samples, ctMin, ct[len(ct)/2], ss, ssErr, gbps, st.AB)
+	// The path's RTT is 2×delay plus what the user-space line
+	// itself adds: 0.2–0.5 ms on this 2-vCPU VM (LAB.md), 10–25%
+	// of a 2 ms path. So the probe's minimum must be at least
+	// 2×delay (nothing is faster than the injected delay) and at
+	// most 10% above it plus the line's 0.5 ms; the like-for-like
+	// checks are against ss and the connect time below.
+	const lineAllowanceUs = 500
+	if ssErr != nil || len(ss) == 0 {
+		t.Fatalf("ss -ti found no connection: %v", ssErr)
+	}
+	ssMin := slices.Min(ss) * 1000
+	p := float64(probeMin)
+	if spread := float64(ct[len(ct)/2].Microseconds())/ctMin - 1; spread > 0.10 &&
+		(p < nominal || p > 1.10*nominal+lineAllowanceUs || p > 1.10*ctMin || offBy(p, ssMin) > 0.10) {
+		kerneltest.Disturbed(t, "the path's RTT was unstable (connect times: median %v, %.1f%% above their minimum %.0f µs) "+
+			"and the probe's min RTT %d µs missed a bound", ct[len(ct)/2], 100*spread, ctMin, probeMin)
+	}
+	if p < nominal || p > 1.10*nominal+lineAllowanceUs {
+		t.Errorf("probe min RTT %d µs: want 2×delay %.0f µs to 10%% + %d µs (the line's own delay) above it", probeMin, nominal, lineAllowanceUs)
+	}
+	// Connect time adds the accepting and connecting processes'
+	// wake-ups (more on a loaded host): an upper bound for the
+	// path's RTT, so the probe must not exceed it by more than 10%.
+	// ss's minrtt (below) is the like-for-like comparison.
+	if float64(probeMin) > 1.10*ctMin {
+		t.Errorf("probe min RTT %d µs is more than 10%% above the connect time %.0f µs", probeMin, ctMin)
+	}
+	// ss shows each connection's own minimum; the probe's figure
+	// is the minimum over all of them. (The kernel's min_rtt
+	// may come from a TCP timestamp sample, which has 1 ms
+	// resolution: at 10 ms it often reads exactly 20.000.)
+	if offBy(p, ssMin) > 0.10 {
+		t.Errorf("probe min RTT %d µs is %.1f%% from ss's smallest minrtt %.3f ms (want ≤ 10%%)", probeMin, 100*offBy(p, ssMin), ssMin/1000)
 	}
 }
 
