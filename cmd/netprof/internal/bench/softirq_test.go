@@ -290,8 +290,12 @@ func TestSoftirqVsTracefs(t *testing.T) {
 				// average seen on 6.12): the time is checked loosely there,
 				// the counts exactly.
 				frac = softirqEmulatedTolerance
-				if gc, wc := got.count[v.vec], want.count[v.vec]; gc != wc {
-					t.Errorf("cpu%d %s: probe counted %d softirqs, tracefs %d", cpu, v.name, gc, wc)
+				// Each end of the window can cut one softirq of a CPU,
+				// counted on one side of it by the probe (at its exit)
+				// and the other by tracefs's window (its entry): 6.1
+				// under TCG once counted 3439 against 3440.
+				if gc, wc := got.count[v.vec], want.count[v.vec]; gc > wc+2 || wc > gc+2 {
+					t.Errorf("cpu%d %s: probe counted %d softirqs, tracefs %d (at most one apart at each end of the window)", cpu, v.name, gc, wc)
 				}
 			}
 			tol := max(frac*w, softirqFloorNs, 4*float64(want.count[v.vec])*skew)
