@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/probes/drops"
-	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
@@ -80,7 +79,7 @@ func TestBacklogDropsMatchSoftnet(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := drops.NewSampler(r)
-	linkB0 := readLink(t, b)
+	linkB0 := testbedtest.LinkStats(t, b)
 	sn0, err := softnet.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +102,7 @@ func TestBacklogDropsMatchSoftnet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	linkB1 := readLink(t, b)
+	linkB1 := testbedtest.LinkStats(t, b)
 	if err := os.WriteFile(backlogSysctl, old, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -133,18 +132,4 @@ func TestBacklogDropsMatchSoftnet(t *testing.T) {
 		t.Errorf("%s rx_packets %d + backlog drops %d = %d, want the %d segments sent (+ <= 10 others)",
 			b.Link, linkB1.RxPackets-linkB0.RxPackets, softnetDropped, got, sent)
 	}
-}
-
-func readLink(t *testing.T, h *testbed.Host) linkstats.Stats {
-	t.Helper()
-	nh, err := h.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nh.Close()
-	st, err := linkstats.Read(nh, h.Ifindex())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

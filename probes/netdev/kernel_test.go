@@ -181,9 +181,9 @@ func quietRead(t *testing.T, r *Reader, h *testbed.Host) (Delta, linkstats.Stats
 	t.Helper()
 	var sum Delta
 	for range 50 {
-		n1 := readLink(t, h)
+		n1 := testbedtest.LinkStats(t, h)
 		sum = addDeltas(sum, mustRead(t, r))
-		if n2 := readLink(t, h); n2 == n1 {
+		if n2 := testbedtest.LinkStats(t, h); n2 == n1 {
 			return sum, n1
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -232,18 +232,4 @@ func addDeltas(a, b Delta) Delta {
 
 func addrPort4(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
-func readLink(t *testing.T, h *testbed.Host) linkstats.Stats {
-	t.Helper()
-	nh, err := h.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nh.Close()
-	st, err := linkstats.Read(nh, h.Ifindex())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
