@@ -10,8 +10,8 @@ import (
 // hotFeeds says which of the recorded interfaces' receive interrupts and
 // RPS masks deliver to cpu (manifest interfaces[].queues, read when the
 // run started): e.g. "eth0 IRQ 38 virtio2-input.0 (rx queue 0, effective
-// CPU 1)". Empty when the manifest has no queue map (veth beds in their
-// own namespaces, older traces) or nothing points at cpu.
+// CPU 1)". Empty when the manifest has no queue map (older traces, or an
+// interface whose sysfs could not be read) or nothing points at cpu.
 func (r *Report) hotFeeds(cpu int) []string {
 	var out []string
 	for _, mi := range r.Manifest.Interfaces {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,16 +269,78 @@ func readTrim(p string) string {
 func readInt(p string) (int, error) { return strconv.Atoi(readTrim(p)) }
 
 // ForLink returns the queue map of interface name in network namespace
-// netns (an inode) when that is netprof's own namespace, whose interfaces
-// /sys shows; nil otherwise or when it cannot be read.
-func ForLink(netns uint64, name string) *trace.QueueMap {
+// netns (an inode): read from /sys when netns is netprof's own namespace,
+// else through InNetns with do, a function that runs its argument on a
+// thread inside that namespace (nil: not read). nil when it cannot be
+// read.
+func ForLink(netns uint64, name string, do func(func() error) error) *trace.QueueMap {
 	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &st); err != nil || st.Ino != netns {
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
 		return nil
 	}
-	m, err := Host.Read(name)
+	var m *trace.QueueMap
+	var err error
+	switch {
+	case st.Ino == netns:
+		m, err = Host.Read(name)
+	case do != nil:
+		m, err = InNetns(do, name)
+	default:
+		return nil
+	}
 	if err != nil {
 		return nil
 	}
 	return m
+}
+
+// InNetns reads the queue map of interface name in another network
+// namespace: do runs a function on a thread switched into it (as
+// testbed.Host.Do and the socket iterator's namespaces do). sysfs shows the
+// interfaces of the namespace it was mounted from, so the read happens on
+// a thread of its own with a private mount namespace, where a sysfs
+// mounted from the target namespace covers /sys; that thread is never
+// reused (it ends with the read), so no other goroutine sees the mount or
+// the namespace. Interrupts (/proc) are the host's.
+func InNetns(do func(func() error) error, name string) (*trace.QueueMap, error) {
+	fd := -1
+	if err := do(func() error {
+		var err error
+		fd, err = unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("queues of %s: its namespace: %w", name, err)
+	}
+	defer unix.Close(fd)
+	type result struct {
+		m   *trace.QueueMap
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Locked and never unlocked: the runtime ends the thread with
+		// this goroutine instead of reusing it in the other namespaces.
+		runtime.LockOSThread()
+		var r result
+		defer func() { done <- r }()
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			r.err = fmt.Errorf("queues of %s: unshare mount namespace: %w", name, err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			r.err = fmt.Errorf("queues of %s: private mounts: %w", name, err)
+			return
+		}
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			r.err = fmt.Errorf("queues of %s: setns: %w", name, err)
+			return
+		}
+		if err := unix.Mount("sysfs", "/sys", "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			r.err = fmt.Errorf("queues of %s: mount its namespace's sysfs: %w", name, err)
+			return
+		}
+		r.m, r.err = Host.Read(name)
+	}()
+	r := <-done
+	return r.m, r.err
 }

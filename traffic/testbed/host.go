@@ -156,6 +156,10 @@ func (b *Bed) addVeth() error {
 		PeerName:      b.b.Link,
 		PeerNamespace: netlink.NsFd(int(b.b.ns)),
 	}
+	if q := b.queues; q > 0 {
+		veth.NumTxQueues, veth.NumRxQueues = q, q
+		veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(q), uint32(q)
+	}
 	if err := nh.LinkAdd(veth); err != nil {
 		return fmt.Errorf("add veth %s/%s: %w", b.a.Link, b.b.Link, err)
 	}

@@ -72,7 +72,14 @@ type Options struct {
 	// {"net.ipv4.tcp_wmem": "4096 16384 67108864"}. Keys must be under
 	// net. (per network namespace); the caller's namespace is untouched.
 	Sysctls map[string]string
+	// Queues, when positive, gives both veth ends that many receive and
+	// transmit queues (default: the kernel's, one each), for tests of
+	// per-queue steering and counters. At most MaxQueues; not with Delay.
+	Queues int
 }
+
+// MaxQueues is the most queues Options.Queues may ask for.
+const MaxQueues = 64
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Prefix == "" {
@@ -110,7 +117,14 @@ func (o Options) validate() error {
 	if o.AddrA.Bits() != o.AddrB.Bits() || !o.AddrA.Contains(o.AddrB.Addr()) {
 		return fmt.Errorf("AddrA %s and AddrB %s are not in the same subnet", o.AddrA, o.AddrB)
 	}
-	return errors.Join(validateDelay(o), validateSysctls(o.Sysctls))
+	var qerr error
+	switch {
+	case o.Queues < 0 || o.Queues > MaxQueues:
+		qerr = fmt.Errorf("Queues %d: want 0-%d", o.Queues, MaxQueues)
+	case o.Queues > 0 && o.Delay > 0:
+		qerr = errors.New("Queues: a delay line has no veth queues")
+	}
+	return errors.Join(validateDelay(o), validateSysctls(o.Sysctls), qerr)
 }
 
 // Bed is a pair of namespaces joined by a veth (New), by a delay line (New
@@ -119,6 +133,7 @@ func (o Options) validate() error {
 type Bed struct {
 	mu     sync.RWMutex // held for reading while a Host uses its namespace
 	closed bool
+	queues int // Options.Queues
 	a, b   *Host
 	r      *Host           // the router of NewRouted, else nil
 	line   *delayline.Line // the delay line of Options.Delay, else nil
@@ -158,6 +173,7 @@ func New(ctx context.Context, opt Options) (*Bed, error) {
 			_ = b.Close()
 		}
 	}()
+	b.queues = opt.Queues
 	build := b.build
 	if opt.Delay > 0 {
 		build = func(ctx context.Context) error { return b.buildDelayed(ctx, opt) }

@@ -224,6 +224,9 @@ func TestNewInvalidOptions(t *testing.T) {
 		{Prefix: "npinv", AddrA: netip.MustParsePrefix("198.18.0.1/30"), AddrB: netip.MustParsePrefix("198.18.0.1/30")},
 		{Prefix: "npinv", AddrA: netip.MustParsePrefix("198.18.0.1/30"), AddrB: netip.MustParsePrefix("198.18.1.2/30")},
 		{Prefix: "npinv", AddrA: netip.MustParsePrefix("198.18.0.1/30")},
+		{Prefix: "npinv", Queues: -1},
+		{Prefix: "npinv", Queues: testbed.MaxQueues + 1},
+		{Prefix: "npinv", Queues: 2, Delay: time.Millisecond},
 	} {
 		b, err := testbed.New(context.Background(), opt)
 		if err == nil {

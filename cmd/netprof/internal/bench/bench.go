@@ -164,7 +164,7 @@ func execute(ctx context.Context, cfg Config, toolVersion string, links []linkst
 	if dir == "" {
 		dir = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
 	}
-	m := manifest(cfg, toolVersion, links)
+	m := manifest(cfg, toolVersion, links, d.namespaces())
 	maps.Copy(m.Config, extra)
 	w, err := trace.Create(dir, m)
 	if err != nil {
@@ -346,7 +346,7 @@ func closeAll(hs []*netlink.Handle, err error) error {
 	return err
 }
 
-func manifest(cfg Config, toolVersion string, links []linkstats.Link) trace.Manifest {
+func manifest(cfg Config, toolVersion string, links []linkstats.Link, nss []tcpstats.Netns) trace.Manifest {
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
@@ -358,10 +358,16 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link) trace.Mani
 		IntervalNs: cfg.Interval.Nanoseconds(), Config: cfg.manifestConfig(),
 	}
 	for _, l := range links {
+		var do func(func() error) error
+		for _, ns := range nss {
+			if ns.Inode == l.Netns {
+				do = ns.Do
+			}
+		}
 		m.Interfaces = append(m.Interfaces, trace.Interface{
 			Name: l.Name, Index: int32(l.Index), Netns: l.Netns, Driver: l.Driver,
 			Master: l.Master, MTU: l.MTU, Role: l.Role, RatedSpeedMbps: l.SpeedMbps,
-			Queues: queues.ForLink(l.Netns, l.Name),
+			Queues: queues.ForLink(l.Netns, l.Name, do),
 		})
 	}
 	return m

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,6 +243,14 @@ func softirqBoundRun(t *testing.T, cfg Config, bed *testbed.Bed) {
 	t.Logf("softnet_stat time squeezes of CPU %d over the run: %d (test's reading); cited over the steady state: %d", steered, squeezed, cited)
 	if squeezed == 0 || cited == 0 || cited > squeezed {
 		t.Errorf("CPU %d time squeezes: %d over the run, %d cited in the evidence: want 0 < cited <= run", steered, squeezed, cited)
+	}
+	// The queue that fed the core: B's veth's rx-0, whose RPS mask this
+	// attempt wrote (setRPS, through `ip netns exec`), read from B's
+	// namespace into the manifest when the run started.
+	feed := fmt.Sprintf("CPU %d is fed by %s rx queue 0 by RPS (rps_cpus %d)", steered, bed.B().Link, steered)
+	if !slices.ContainsFunc(r.Verdict(analysis.RuleSoftirq).Evidence, func(e string) bool { return strings.HasPrefix(e, feed) }) {
+		t.Errorf("softirq-bound evidence does not name the queue feeding CPU %d (want %q):\n  %s", steered, feed,
+			strings.Join(r.Verdict(analysis.RuleSoftirq).Evidence, "\n  "))
 	}
 }
 

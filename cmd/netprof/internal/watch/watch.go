@@ -255,7 +255,7 @@ func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Pro
 			}
 			m.Interfaces = append(m.Interfaces, trace.Interface{Name: l.Name, Index: int32(l.Index), Netns: l.Netns,
 				Driver: l.Driver, Master: l.Master, MTU: l.MTU, RatedSpeedMbps: l.SpeedMbps, Role: role,
-				Queues: queues.ForLink(l.Netns, l.Name)})
+				Queues: queues.ForLink(l.Netns, l.Name, cfg.Netns)})
 		}
 	}
 	return m
