@@ -3,6 +3,7 @@ package analysis
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,10 +89,16 @@ func itoa(v uint64) string { b, _ := json.Marshal(v); return string(b) }
 
 // Per-queue packet counters of a counted interface become packets per
 // second per queue and bin; other statistics (XDP's, LRO's, device-wide)
-// and interfaces not counted are left out.
+// and interfaces not counted are left out. On a veth the queue's count is
+// rx_queue_N_xdp_packets (all its NAPI handled), and only that.
 func TestQueueHeat(t *testing.T) {
 	s := analysistest.Scenario{}
 	m := s.Manifest()
+	for i := range m.Interfaces {
+		if m.Interfaces[i].Name == "veth-b" {
+			m.Interfaces[i].Driver = "mlx5_core" // the rows below are mlx5's names
+		}
+	}
 	ifaces, cpus, flows, traffic := s.Tables()
 	rx := "rx"
 	var nics []trace.NICStatRow
@@ -138,6 +145,15 @@ func TestQueueHeat(t *testing.T) {
 		if seen == 0 {
 			t.Errorf("queue %d: no bins", qi)
 		}
+	}
+	m = s.Manifest() // veth-b a veth again
+	r, err = BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic, NICs: nics}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.QueueHeat; h == nil || len(h.Queues) != 3 || h.Queues[2].Stat != "rx_queue_2_xdp_packets" ||
+		math.Abs(slices.Max(slices.DeleteFunc(slices.Clone(h.PacketsPerSec[2]), math.IsNaN))-9/sec) > 1e-6 {
+		t.Errorf("veth: queue heat %+v", h)
 	}
 	r, _ = BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
 	if r.QueueHeat != nil {

@@ -13,7 +13,8 @@ import (
 
 // QueueHeat is each queue's packet rate over time, for the counted
 // interfaces whose driver counts packets per queue in `ethtool -S` (nics
-// table: rx_queue_3_packets, rx3_packets, rx_3_packets, queue_3_rx_cnt),
+// table: rx_queue_3_packets, rx3_packets, rx_3_packets, queue_3_rx_cnt;
+// veth's rx_queue_3_xdp_packets),
 // with intervals merged into at most HeatBins bins: how evenly RSS spread
 // the streams over the receive queues, and when that changed.
 type QueueHeat struct {
@@ -36,6 +37,21 @@ func (q QueueName) String() string { return fmt.Sprintf("%s %s %d", q.Ifname, q.
 // queuePackets matches the per-queue packet counters (not XDP's or LRO's).
 var queuePackets = regexp.MustCompile(`^(?:(?:rx|tx)_queue_\d+_packets|(?:rx|tx)\d+_packets|(?:rx|tx)_\d+_packets|queue_\d+_(?:rx|tx)_cnt)$`)
 
+// vethQueuePackets is veth's per-queue receive counter: every packet its
+// queue's NAPI context handled, with or without an XDP program (veth
+// uses NAPI when XDP is attached or GRO is on; packets it passes straight
+// to the stack are in no queue's count).
+var vethQueuePackets = regexp.MustCompile(`^rx_queue_\d+_xdp_packets$`)
+
+// isQueuePackets says whether stat counts one queue's packets on an
+// interface of driver.
+func isQueuePackets(driver, stat string) bool {
+	if driver == "veth" {
+		return vethQueuePackets.MatchString(stat)
+	}
+	return queuePackets.MatchString(stat)
+}
+
 // queueHeatAcc bins the per-queue packet counters.
 type queueHeatAcc struct {
 	heat  heatAcc
@@ -44,7 +60,7 @@ type queueHeatAcc struct {
 }
 
 func (a *queueHeatAcc) row(b *builder, x *trace.NICStatRow) {
-	if x.Queue == nil || x.Direction == nil || !queuePackets.MatchString(x.Stat) {
+	if x.Queue == nil || x.Direction == nil || !isQueuePackets(b.driver(x.Netns, x.Ifname), x.Stat) {
 		return
 	}
 	if a.ids == nil {
@@ -95,4 +111,15 @@ func (a *queueHeatAcc) result() *QueueHeat {
 		out.PacketsPerSec = append(out.PacketsPerSec, row)
 	}
 	return out
+}
+
+// driver is the manifest's driver of interface ifname in namespace netns;
+// "" when the manifest does not list it.
+func (b *builder) driver(netns uint64, ifname string) string {
+	for _, mi := range b.r.Manifest.Interfaces {
+		if mi.Name == ifname && mi.Netns == netns {
+			return mi.Driver
+		}
+	}
+	return ""
 }
