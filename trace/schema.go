@@ -311,8 +311,10 @@ type TrafficRow struct {
 	// IncomingCPU and IncomingNapiID are the receiving socket's
 	// SO_INCOMING_CPU (the CPU that last processed a packet for it: where
 	// RSS/RPS steered the stream) and SO_INCOMING_NAPI_ID (the receive
-	// queue's NAPI context; 0 for none, e.g. veth) at the interval end.
-	// Null on sender rows and before the kernel set them.
+	// queue's NAPI context; 0 for none, e.g. veth) at the interval end;
+	// for the generator's streams on either end (a peer reports its own:
+	// its CPU). Null on sender rows, before the kernel set them, and on a
+	// peer's rows when it did not report them (older peers).
 	IncomingCPU    *int32  `parquet:"incoming_cpu,optional"`
 	IncomingNapiID *uint32 `parquet:"incoming_napi_id,optional"`
 

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,7 @@ func TestSendTwoStreams(t *testing.T) {
 		t.Fatalf("result %+v", rep.Result)
 	}
 	checkBothEnds(t, rep, rep.Local, traffic.RoleSender, false)
+	checkReceivedSteering(t, rep)
 	// One port per stream: stream i went to ports[i].
 	if len(rep.Session.Ports) != 2 || rep.Session.Ports[0] == rep.Session.Ports[1] {
 		t.Errorf("ports %v, want 2 distinct", rep.Session.Ports)
@@ -119,6 +121,7 @@ func TestReverseAndBidir(t *testing.T) {
 				t.Errorf("reverse test: server reports received bytes %v", rep.Result.ReceivedBytes)
 			}
 			checkSentTCP(t, rep)
+			checkReceivedSteering(t, rep)
 			// A single data port: every stream shares it.
 			for _, smp := range rep.Local {
 				if port(smp.RemoteAddr) != rep.Session.Ports[0] {
@@ -246,4 +249,50 @@ func checkSentTCP(t *testing.T, rep *Report) {
 			t.Errorf("stream %d: busy %d µs over a 0.5 s test", i, b)
 		}
 	}
+}
+
+// checkReceivedSteering: on a test where the server receives, every
+// interval from the first in which a stream has received data reports
+// received_steering with one entry per receiving stream, and each stream
+// that has received data by then has an online CPU (the socket's
+// SO_INCOMING_CPU: the kernel sets it with the first packet); a server
+// that does not receive reports none.
+func checkReceivedSteering(t *testing.T, rep *Report) {
+	t.Helper()
+	got := make([]uint64, rep.Session.Streams) // cumulative received bytes
+	cpus := map[int32]int{}
+	for _, iv := range rep.Remote {
+		if len(iv.ReceivedBytes) == 0 {
+			if iv.ReceivedSteering != nil {
+				t.Errorf("interval %d: received_steering %v on a test the server does not receive", iv.Index, iv.ReceivedSteering)
+			}
+			continue
+		}
+		some := false
+		for i, n := range iv.ReceivedBytes {
+			got[i] += n
+			some = some || got[i] > 0
+		}
+		if !some {
+			continue
+		}
+		if len(iv.ReceivedSteering) != len(iv.ReceivedBytes) {
+			t.Errorf("interval %d: %d received_steering entries for %d receiving streams", iv.Index, len(iv.ReceivedSteering), len(iv.ReceivedBytes))
+			continue
+		}
+		for i, st := range iv.ReceivedSteering {
+			if got[i] == 0 {
+				continue
+			}
+			if st == nil || st.CPU < 0 || int(st.CPU) >= runtime.NumCPU() {
+				t.Errorf("interval %d stream %d (%d bytes so far): steering %+v, want a CPU in [0, %d)", iv.Index, i, got[i], st, runtime.NumCPU())
+				continue
+			}
+			cpus[st.Steering().CPU]++
+		}
+	}
+	if rep.Session.Direction != Reverse && len(cpus) == 0 {
+		t.Error("no interval reported a receiving stream's CPU")
+	}
+	t.Logf("received_steering: stream-intervals per CPU %v", cpus)
 }

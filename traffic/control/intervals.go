@@ -35,7 +35,9 @@ func newIntervalState(t *serverTest, start time.Time, cpu0 cpustat.Sample) *inte
 func (s *intervalState) next(now time.Time) Interval {
 	iv := Interval{Index: s.index, EndNs: now.Sub(s.start).Nanoseconds(), IntervalNs: now.Sub(s.last).Nanoseconds()}
 	if s.t.recv != nil {
-		iv.ReceivedBytes = deltas(s.t.recv.Sample(), s.prevRecv)
+		smp := s.t.recv.Sample()
+		iv.ReceivedBytes = deltas(smp, s.prevRecv)
+		iv.ReceivedSteering = steering(smp, len(s.prevRecv))
 	}
 	if s.t.send != nil {
 		smp := s.t.send.Sample()
@@ -72,6 +74,24 @@ func (s *intervalState) tcpDeltas(samples []traffic.StreamSample) []*StreamTCP {
 		}
 		out[smp.Stream] = wireTCP(traffic.DeltaTCP(smp.TCP, s.prevTCP[smp.Stream]))
 		s.prevTCP[smp.Stream] = smp.TCP
+		seen = true
+	}
+	if !seen {
+		return nil
+	}
+	return out
+}
+
+// steering returns each of n receiving streams' steering at the end of
+// the interval (nil for streams without), or nil when no stream had any.
+func steering(samples []traffic.StreamSample, n int) []*StreamSteering {
+	out := make([]*StreamSteering, n)
+	seen := false
+	for _, smp := range samples {
+		if smp.Stream < 0 || smp.Stream >= n || smp.Steering == nil {
+			continue
+		}
+		out[smp.Stream] = wireSteering(smp.Steering)
 		seen = true
 	}
 	if !seen {

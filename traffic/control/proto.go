@@ -113,6 +113,12 @@ type Interval struct {
 	// null for a stream whose socket gave none; absent from servers before
 	// it.
 	SentTCP []*StreamTCP `json:"sent_tcp,omitempty"`
+	// ReceivedSteering[i] is where the server's kernel processed receiving
+	// stream i's packets (same index as ReceivedBytes): its socket's
+	// SO_INCOMING_CPU and SO_INCOMING_NAPI_ID at the interval's end, the
+	// last known value once the socket is closed; null for a stream with
+	// none yet; absent when no stream has any, and from servers before it.
+	ReceivedSteering []*StreamSteering `json:"received_steering,omitempty"`
 	// CPU is the server host's CPU use and the server process's own.
 	CPU CPUUsage `json:"cpu"`
 }
@@ -139,6 +145,27 @@ func (s StreamTCP) Delta() traffic.TCPDelta {
 func wireTCP(d traffic.TCPDelta) *StreamTCP {
 	return &StreamTCP{Retransmits: d.Retransmits, RttUs: d.RttUs, Cwnd: d.Cwnd, BusyUs: d.BusyUs,
 		RwndLimitedUs: d.RwndLimitedUs, SndbufLimitedUs: d.SndbufLimitedUs, DeliveryRateBps: d.DeliveryRateBps, SndWndBytes: d.SndWnd}
+}
+
+// StreamSteering is a receiving stream's traffic.Steering on the wire:
+// the CPU that last processed a packet for its socket (SO_INCOMING_CPU)
+// and the NAPI context that delivered it (SO_INCOMING_NAPI_ID, 0 for none).
+type StreamSteering struct {
+	CPU    int32  `json:"cpu"`
+	NapiID uint32 `json:"napi_id"`
+}
+
+// Steering returns the wire form's traffic.Steering.
+func (s StreamSteering) Steering() traffic.Steering {
+	return traffic.Steering{CPU: s.CPU, NapiID: s.NapiID}
+}
+
+// wireSteering returns s's wire form; nil for nil.
+func wireSteering(s *traffic.Steering) *StreamSteering {
+	if s == nil {
+		return nil
+	}
+	return &StreamSteering{CPU: s.CPU, NapiID: s.NapiID}
 }
 
 // Result is the server's summary of a whole test.

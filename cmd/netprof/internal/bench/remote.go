@@ -10,9 +10,12 @@ import (
 
 // remoteRows turns the peer's interval reports into traffic rows of the
 // trace: role "receiver" rows for the payload it read on each forward
-// stream, role "sender" rows for what it wrote on each reverse stream
-// (tcp_* columns null: its TCP_INFO is not reported). local_addr is the
-// peer's end of the connection, remote_addr this end's.
+// stream, role "sender" rows for what it wrote on each reverse stream.
+// Sender rows get the tcp_* columns from the peer's TCP_INFO of that
+// stream (sent_tcp), receiver rows incoming_cpu and incoming_napi_id from
+// its SO_INCOMING_CPU/SO_INCOMING_NAPI_ID (received_steering); both null
+// where the peer reported none (an older peer). local_addr is the peer's
+// end of the connection, remote_addr this end's.
 //
 // The peer's intervals are its own (its clock starts when the start
 // message arrives, its interval_ns is its measured length); each is
@@ -69,28 +72,28 @@ func (r *remoteRows) flush(tl *timeline, w *trace.Writer, remote []control.Inter
 // rows returns one report's rows, stamped at and marked with phase.
 func (r *remoteRows) rows(ri control.Interval, at time.Time, phase string, addrs map[streamKey]traffic.StreamSample) []trace.TrafficRow {
 	var rows []trace.TrafficRow
-	add := func(role, localRole string, stream int, n uint64, tcp *control.StreamTCP) {
+	add := func(role, localRole string, stream int, n uint64) *trace.TrafficRow {
 		l := addrs[streamKey{localRole, stream}]
 		p := phase
 		rows = append(rows, trace.TrafficRow{Time: at, IntervalNs: ri.IntervalNs, Stream: int32(stream), Role: role,
 			LocalAddr: l.RemoteAddr, RemoteAddr: l.LocalAddr, AppBytes: n, Phase: &p})
-		if tcp != nil {
-			fillTCP(&rows[len(rows)-1], tcp.Delta())
-		}
 		if phase == trace.PhaseMeasure {
 			r.moved += n
 		}
+		return &rows[len(rows)-1]
 	}
 	for i, n := range ri.ReceivedBytes {
-		add(trace.RoleReceiver, traffic.RoleSender, i, n, nil)
+		row := add(trace.RoleReceiver, traffic.RoleSender, i, n)
+		if i < len(ri.ReceivedSteering) && ri.ReceivedSteering[i] != nil {
+			fillSteering(row, ri.ReceivedSteering[i].Steering())
+		}
 		r.recvTotal += n
 	}
 	for i, n := range ri.SentBytes {
-		var tcp *control.StreamTCP
-		if i < len(ri.SentTCP) {
-			tcp = ri.SentTCP[i]
+		row := add(trace.RoleSender, traffic.RoleReceiver, r.reverseOff+i, n)
+		if i < len(ri.SentTCP) && ri.SentTCP[i] != nil {
+			fillTCP(row, ri.SentTCP[i].Delta())
 		}
-		add(trace.RoleSender, traffic.RoleReceiver, r.reverseOff+i, n, tcp)
 		r.sentTotal += n
 	}
 	return rows

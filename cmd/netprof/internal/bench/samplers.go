@@ -91,10 +91,16 @@ func trafficRow(st, p traffic.StreamSample) trace.TrafficRow {
 		fillTCP(&row, traffic.DeltaTCP(st.TCP, p.TCP))
 	}
 	if s := st.Steering; st.Role == traffic.RoleReceiver && s != nil {
-		cpu, napi := s.CPU, s.NapiID
-		row.IncomingCPU, row.IncomingNapiID = &cpu, &napi
+		fillSteering(&row, *s)
 	}
 	return row
+}
+
+// fillSteering sets a receiving stream's row's incoming_cpu and
+// incoming_napi_id.
+func fillSteering(row *trace.TrafficRow, s traffic.Steering) {
+	cpu, napi := s.CPU, s.NapiID
+	row.IncomingCPU, row.IncomingNapiID = &cpu, &napi
 }
 
 // fillTCP sets a sending stream's row's tcp_* columns.
