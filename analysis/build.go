@@ -122,6 +122,7 @@ func build(m trace.Manifest, src sources, opts Options) (*Report, error) {
 func newBuilder(m trace.Manifest, opts Options) *builder {
 	r := &Report{Manifest: m, Units: opts.Units, BusiestCPU: -1, reasons: map[string]string{}}
 	b := &builder{r: r, opts: opts, th: opts.Thresholds.withManifest(m.Config).withDefaults()}
+	b.traffic.steering.peerStreams = peerReceivers(m.Config)
 	b.setRated()
 	b.anom.limitBps, b.anom.limitSrc = MaxPlausibleBps, "10 Tbit/s, no rated speed known"
 	if r.RatedBps > 0 {

@@ -178,3 +178,62 @@ func TestSteering(t *testing.T) {
 		t.Errorf("JSON %+v", j)
 	}
 }
+
+// On a --peer bidir run the forward streams' receiver rows are the peer's
+// (their incoming_cpu is the peer's CPU) and the reverse streams' this
+// host's: Steering marks them, SteeringLine (and softirq-bound's evidence)
+// keeps to this host's, PeerSteeringLine gives the peer's with the peer's
+// CPU count from the manifest, and the text and JSON reports say "peer".
+func TestPeerSteering(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 4, Streams: 2, CPUs: 2}
+	m := s.Manifest()
+	m.Config["peer"], m.Config["direction"] = "198.18.0.2:5000", "bidir"
+	m.Config["cpu_intervals"] = map[string]any{"peer": []any{map[string]any{"cpu": map[string]any{"cpus": 4.0}}}}
+	ifaces, cpus, flows, tr := s.Tables()
+	var rows []trace.TrafficRow
+	for _, x := range tr {
+		if x.Role != trace.RoleReceiver {
+			rows = append(rows, x)
+			continue
+		}
+		peer, local := x, x
+		pc, lc, napi := int32(3), int32(1), uint32(0)
+		peer.IncomingCPU, peer.IncomingNapiID = &pc, &napi
+		local.Stream += 2 // reverse stream: this host received it
+		local.LocalAddr, local.RemoteAddr = x.RemoteAddr, x.LocalAddr
+		local.IncomingCPU, local.IncomingNapiID = &lc, &napi
+		rows = append(rows, peer, local)
+	}
+	r, err := BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: rows}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steering) != 4 || r.Steering[0].Peer || r.Steering[0].Stream != 2 || !r.Steering[2].Peer || r.Steering[2].CPU != 3 {
+		t.Fatalf("steering %+v", r.Steering)
+	}
+	if got := r.SteeringLine(); !strings.HasPrefix(got, "CPU 1: streams 2, 3 (100.0% of the bytes) — all 2 streams were received on CPU 1 of 2") {
+		t.Errorf("line %q", got)
+	}
+	if got := r.PeerSteeringLine(); got != "peer CPU 3: streams 0, 1 (100.0% of the bytes) — all 2 streams were received on peer CPU 3 of 4: RSS/RPS steered them together" {
+		t.Errorf("peer line %q", got)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\n  peer receive steering (") || !strings.Contains(b.String(), "): peer CPU 3: streams 0, 1") {
+		t.Errorf("text report without the peer's steering:\n%s", b.String())
+	}
+	if j := r.JSON().ReceiveSteering; len(j) != 4 || j[0].Peer || !j[3].Peer || j[3].CPU != 3 {
+		t.Errorf("JSON %+v", j)
+	}
+	// Not a peer run: the same rows are all this host's.
+	delete(m.Config, "peer")
+	r, err = BuildTables(m, Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: rows}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.PeerSteeringLine(); got != "" || len(r.Steering) != 4 || r.Steering[3].Peer {
+		t.Errorf("local run: peer line %q, steering %+v", got, r.Steering)
+	}
+}

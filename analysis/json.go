@@ -40,7 +40,8 @@ type JSONReport struct {
 	ProbeCost *JSONProbeCost `json:"probe_cost"`
 	// ReceiveSteering is each receiving generator stream's
 	// SO_INCOMING_CPU / SO_INCOMING_NAPI_ID at its last measured interval
-	// (traffic.incoming_cpu); empty when not recorded.
+	// (traffic.incoming_cpu), this host's streams and then, on a --peer
+	// run, the peer's (peer true: its CPUs); empty when not recorded.
 	ReceiveSteering []JSONSteering `json:"receive_steering"`
 	ProbeCostNA     string         `json:"probe_cost_na,omitempty"`
 	// Drops are the kernel's packet drops by reason (skb:kfree_skb, whole
@@ -293,6 +294,9 @@ type JSONSteering struct {
 	NapiID     uint32 `json:"incoming_napi_id"`
 	Bytes      uint64 `json:"received_app_bytes"`
 	CPUChanges int    `json:"incoming_cpu_changes"`
+	// Peer is true for a stream the peer of a --peer run received: the
+	// CPU is the peer's.
+	Peer bool `json:"peer"`
 }
 
 // JSONDrop is one drop reason over the run.

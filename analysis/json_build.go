@@ -46,7 +46,7 @@ func (r *Report) JSON() JSONReport {
 	out.ReceiveSteering = []JSONSteering{}
 	for _, s := range r.Steering {
 		out.ReceiveSteering = append(out.ReceiveSteering, JSONSteering{Stream: s.Stream, Local: s.Local, Remote: s.Remote,
-			CPU: s.CPU, NapiID: s.NapiID, Bytes: s.Bytes, CPUChanges: s.Moved})
+			CPU: s.CPU, NapiID: s.NapiID, Bytes: s.Bytes, CPUChanges: s.Moved, Peer: s.Peer})
 	}
 	bytesOff, retxOff := r.FlowBytesOff() != "", r.FlowRetxOff() != ""
 	for _, p := range r.Peers {

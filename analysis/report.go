@@ -263,8 +263,10 @@ type Report struct {
 	BusiestCPU int
 	HotSource  string
 	// Steering is where each receiving generator stream's packets were
-	// processed (traffic.incoming_cpu, at its last measured interval); nil
-	// when not recorded (sender-only traces, peers, older traces).
+	// processed (traffic.incoming_cpu, at its last measured interval),
+	// this host's streams first, then those a --peer run's peer received
+	// (Peer set: the peer's CPUs); nil when not recorded (sender-only
+	// traces, peers older than received_steering, older traces).
 	Steering []StreamSteering
 	// CPUsNeverOnline counts the CPUs left out of CPUs, BusiestCPU, the
 	// averages and Heat: possible (manifest cpus_possible) or in the cpus

@@ -54,6 +54,10 @@ func (r *Report) writeCPUs(p *printer) {
 	if s := r.SteeringLine(); s != "" {
 		p.line("  receive steering (traffic.incoming_cpu: SO_INCOMING_CPU of each receiving stream, last measured interval): %s", s)
 	}
+	if s := r.PeerSteeringLine(); s != "" {
+		p.line("  peer receive steering (traffic.incoming_cpu of the peer's receiving streams, from its interval reports: "+
+			"SO_INCOMING_CPU on the peer, last measured interval): %s", s)
+	}
 }
 
 // writeRTT writes the run's RTT summary.
