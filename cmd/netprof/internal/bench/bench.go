@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
@@ -23,7 +22,6 @@ import (
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/nicstats"
-	"github.com/netprof/netprof/probes/queues"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
@@ -347,16 +345,7 @@ func closeAll(hs []*netlink.Handle, err error) error {
 }
 
 func manifest(cfg Config, toolVersion string, links []linkstats.Link, nss []tcpstats.Netns) trace.Manifest {
-	host, _ := os.Hostname()
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	cpus := cpustat.ReadMachine()
-	m := trace.Manifest{
-		ToolVersion: toolVersion, Argv: cfg.Argv, Start: time.Now().UTC(), Host: host,
-		Kernel:   unix.ByteSliceToString(uts.Release[:]),
-		CPUCount: cpus.OnlineCount, CPUsOnline: cpus.Online.String(), CPUsPossible: cpus.Possible.String(),
-		IntervalNs: cfg.Interval.Nanoseconds(), Config: cfg.manifestConfig(),
-	}
+	m := measure.NewManifest(toolVersion, cfg.Argv, cfg.Interval, cfg.manifestConfig())
 	for _, l := range links {
 		var do func(func() error) error
 		for _, ns := range nss {
@@ -364,11 +353,7 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link, nss []tcps
 				do = ns.Do
 			}
 		}
-		m.Interfaces = append(m.Interfaces, trace.Interface{
-			Name: l.Name, Index: int32(l.Index), Netns: l.Netns, Driver: l.Driver,
-			Master: l.Master, MTU: l.MTU, Role: l.Role, RatedSpeedMbps: l.SpeedMbps,
-			Queues: queues.ForLink(l.Netns, l.Name, do),
-		})
+		m.Interfaces = append(m.Interfaces, measure.Interface(l, l.Role, do))
 	}
 	return m
 }

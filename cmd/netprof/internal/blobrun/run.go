@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/netprof/netprof/cmd/netprof/internal/watch"
-	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
@@ -206,10 +202,6 @@ func status(ctx context.Context, err error) string {
 }
 
 func manifest(cfg Config, toolVersion string, x *blob.Transfer) trace.Manifest {
-	host, _ := os.Hostname()
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	cpus := cpustat.ReadMachine()
 	mc := cfg.manifestConfig(x.Targets())
 	mc["total_bytes"], mc["blocks"] = x.TotalBytes(), x.Blocks()
 	if x.Kind() == blob.KindPush {
@@ -222,12 +214,7 @@ func manifest(cfg Config, toolVersion string, x *blob.Transfer) trace.Manifest {
 		}
 		mc["created_containers"] = append([]string{}, x.CreatedContainers()...)
 	}
-	return trace.Manifest{
-		ToolVersion: toolVersion, Argv: blob.RedactArgs(cfg.Argv), Start: time.Now().UTC(), Host: host,
-		Kernel:   unix.ByteSliceToString(uts.Release[:]),
-		CPUCount: cpus.OnlineCount, CPUsOnline: cpus.Online.String(), CPUsPossible: cpus.Possible.String(),
-		IntervalNs: cfg.Interval.Nanoseconds(), Config: mc,
-	}
+	return measure.NewManifest(toolVersion, blob.RedactArgs(cfg.Argv), cfg.Interval, mc)
 }
 
 // uploader copies a closed run directory to a container.

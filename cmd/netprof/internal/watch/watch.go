@@ -16,17 +16,13 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
 	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
 	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
-	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/nicstats"
-	"github.com/netprof/netprof/probes/queues"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -236,26 +232,17 @@ func printHeader(w io.Writer, sel ifaces.Selection, ps *probes) {
 }
 
 func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Probe) trace.Manifest {
-	host, _ := os.Hostname()
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	cpus := cpustat.ReadMachine()
-	m := trace.Manifest{ToolVersion: cfg.ToolVersion, Argv: cfg.Argv, Start: time.Now().UTC(), Host: host,
-		Kernel:   unix.ByteSliceToString(uts.Release[:]),
-		CPUCount: cpus.OnlineCount, CPUsOnline: cpus.Online.String(), CPUsPossible: cpus.Possible.String(),
-		IntervalNs: cfg.Interval.Nanoseconds(), Probes: probes,
-		Config: map[string]any{"command": "watch", "interval_ns": cfg.Interval.Nanoseconds(),
-			"duration_ns": cfg.Duration.Nanoseconds(), "iface": cfg.Select.Names, "driver": cfg.Select.Drivers,
-			"no_bpf": cfg.NoBPF, "netns": netns, "flow_entries": flowEntries(cfg.FlowEntries)}}
+	m := measure.NewManifest(cfg.ToolVersion, cfg.Argv, cfg.Interval, map[string]any{"command": "watch", "interval_ns": cfg.Interval.Nanoseconds(),
+		"duration_ns": cfg.Duration.Nanoseconds(), "iface": cfg.Select.Names, "driver": cfg.Select.Drivers,
+		"no_bpf": cfg.NoBPF, "netns": netns, "flow_entries": flowEntries(cfg.FlowEntries)})
+	m.Probes = probes
 	for _, g := range sel.Groups {
 		for _, l := range g.Members {
 			role := "counted (" + string(g.Shape) + ")"
 			if !g.Counts(l.Index) {
 				role = "not counted: mirrored by " + g.Counted[0].Name
 			}
-			m.Interfaces = append(m.Interfaces, trace.Interface{Name: l.Name, Index: int32(l.Index), Netns: l.Netns,
-				Driver: l.Driver, Master: l.Master, MTU: l.MTU, RatedSpeedMbps: l.SpeedMbps, Role: role,
-				Queues: queues.ForLink(l.Netns, l.Name, cfg.Netns)})
+			m.Interfaces = append(m.Interfaces, measure.Interface(l, role, cfg.Netns))
 		}
 	}
 	return m
