@@ -2,7 +2,8 @@
 // /proc, BPF maps, the traffic generator) read in order once per interval
 // into one trace.Interval, stamped with the interval's end and length and
 // written to the trace. loader loads and attaches the probes; their
-// samplers, and the commands' own, run here.
+// samplers, the host's (ProcSampler, LinkSampler) and the commands' own
+// run here. NewManifest and Interface describe the host for the trace.
 package measure
 
 import (

@@ -288,7 +288,7 @@ func wrap(what string, err error) error {
 // buildSamplers returns the samplers in their required order: netlink
 // interface rows first (BPF counts are added to them), then the probes.
 func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, nss []tcpstats.Netns, log *slog.Logger) ([]measure.Sampler, *probeSet, error) {
-	samplers := []measure.Sampler{&linkSampler{links: links, handles: handles}}
+	samplers := []measure.Sampler{&measure.LinkSampler{Links: links, Handles: handles}}
 	if cfg.NoBPF {
 		return samplers, nil, nil
 	}

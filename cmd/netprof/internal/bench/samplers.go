@@ -1,50 +1,9 @@
 package bench
 
 import (
-	"github.com/vishvananda/netlink"
-
-	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 )
-
-// linkSampler adds one ifaces row per test-bed interface from netlink.
-type linkSampler struct {
-	links   []linkstats.Link
-	handles []*netlink.Handle
-	prev    []linkstats.Stats
-}
-
-func (s *linkSampler) Name() string { return "netlink" }
-
-func (s *linkSampler) Baseline() error {
-	s.prev = make([]linkstats.Stats, len(s.links))
-	for i, l := range s.links {
-		st, err := linkstats.Read(s.handles[i], l.Index)
-		if err != nil {
-			return err
-		}
-		s.prev[i] = st
-	}
-	return nil
-}
-
-func (s *linkSampler) Sample(iv *trace.Interval, _ int64) error {
-	var firstErr error
-	for i, l := range s.links {
-		st, err := linkstats.Read(s.handles[i], l.Index)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		d, _ := st.Sub(s.prev[i])
-		s.prev[i] = st
-		iv.Ifaces = append(iv.Ifaces, d.Row(l.Netns, l.Name, l.Index, l.Driver))
-	}
-	return firstErr
-}
 
 // trafficSampler adds one traffic row per stream and end from the
 // generator's own counters.
