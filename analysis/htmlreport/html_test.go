@@ -222,7 +222,8 @@ func TestHeatMapFromProcStat(t *testing.T) {
 	}
 }
 
-// Per-queue packet counters draw the queue heat map, a row per queue;
+// Per-queue packet counters draw the queue heat map, a row per queue (the
+// scenario's veth-b is a veth: its queues count in rx_queue_N_xdp_packets);
 // without them the chart says where they would come from.
 func TestQueueHeatMap(t *testing.T) {
 	s := analysistest.Scenario{}
@@ -233,7 +234,7 @@ func TestQueueHeatMap(t *testing.T) {
 		for q := range int32(4) {
 			if x.Ifname == "veth-b" {
 				nics = append(nics, trace.NICStatRow{Time: x.Time, IntervalNs: x.IntervalNs, Netns: x.Netns, Ifname: x.Ifname,
-					Stat: fmt.Sprintf("rx_queue_%d_packets", q), Direction: &rx, Queue: &q, Value: uint64(100 * (q + 1))})
+					Stat: fmt.Sprintf("rx_queue_%d_xdp_packets", q), Direction: &rx, Queue: &q, Value: uint64(100 * (q + 1))})
 			}
 		}
 	}
@@ -242,7 +243,7 @@ func TestQueueHeatMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := renderPage(t, r)
-	for _, want := range []string{"packets per second per queue", "per-queue packet counters (ethtool -S, e.g. rx_queue_0_packets)",
+	for _, want := range []string{"packets per second per queue", "per-queue packet counters (ethtool -S, e.g. rx_queue_0_xdp_packets)",
 		`"veth-b rx 0"`, `"veth-b rx 3"`, `"np_queue_heat"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("page lacks %s", want)
