@@ -1,19 +1,13 @@
 package drops_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/netprof/netprof/internal/kerneltest"
-	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/drops"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
@@ -23,83 +17,36 @@ import (
 // load attaches the probe (closed when the test ends).
 func load(t *testing.T) *drops.Reader {
 	t.Helper()
-	kerneltest.RequireRoot(t)
-	if err := loader.Check(nil); err != nil {
-		kerneltest.Skip(t, err.Error())
-	}
 	spec, err := drops.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loader.Load(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	for _, st := range l.Status {
-		if !st.Attached {
-			t.Fatalf("%s (%s) not attached: %s", st.Name, st.Hook, st.Reason)
-		}
-	}
-	r, err := drops.NewReader(l)
+	r, err := drops.NewReader(kerneltest.Load(t, spec, err))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-// kfreeTrace is a tracefs instance recording skb:kfree_skb.
-func kfreeTrace(t *testing.T) string {
+// kfreeTrace is a tracefs instance recording skb:kfree_skb, on.
+func kfreeTrace(t *testing.T) *kerneltest.Tracefs {
 	t.Helper()
-	root := "/sys/kernel/tracing"
-	if _, err := os.Stat(filepath.Join(root, "instances")); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "tracefs", root).CombinedOutput(); err != nil {
-			kerneltest.Skip(t, fmt.Sprintf("tracefs not available: %v: %s", err, out))
-		}
-	}
-	dir := filepath.Join(root, "instances", fmt.Sprintf("netprof-drops-%d", os.Getpid()))
-	_ = os.Remove(dir)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		kerneltest.Skip(t, fmt.Sprintf("create tracefs instance: %v", err))
-	}
-	w := func(f, v string) error { return os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644) }
-	t.Cleanup(func() {
-		_ = w("tracing_on", "0")
-		_ = w("events/skb/kfree_skb/enable", "0")
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove tracefs instance: %v", err)
-		}
-	})
-	for _, c := range [][2]string{{"tracing_on", "0"}, {"buffer_size_kb", "8192"}, {"events/skb/kfree_skb/enable", "1"}, {"tracing_on", "1"}} {
-		if err := w(c[0], c[1]); err != nil {
-			t.Fatalf("tracefs %s: %v", c[0], err)
-		}
-	}
-	return dir
+	tf := kerneltest.NewTracefs(t, "drops", 8192, kerneltest.TraceEvent{Name: "skb/kfree_skb"})
+	tf.On(t)
+	return tf
 }
 
-// traceReasons counts the instance's kfree_skb events by the reason they
-// print ("reason: NO_SOCKET"); "" for lines without one (before 5.17).
-func traceReasons(t *testing.T, dir string) map[string]uint64 {
+// traceReasons stops the instance and counts its kfree_skb events by the
+// reason they print ("reason: NO_SOCKET"); "" for lines without one
+// (before 5.17).
+func traceReasons(t *testing.T, tf *kerneltest.Tracefs) map[string]uint64 {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "tracing_on"), []byte("0"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(dir, "trace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	tf.Off(t)
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := sc.Text()
-		if strings.HasPrefix(l, "#") || !strings.Contains(l, "kfree_skb:") {
-			continue
+	tf.Lines(t, -1, func(l string) {
+		if !strings.Contains(l, "kfree_skb:") {
+			return
 		}
 		_, reason, _ := strings.Cut(l, "reason: ")
 		out[strings.Fields(reason + " ")[0]]++
-	}
+	})
 	return out
 }
 

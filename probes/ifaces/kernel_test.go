@@ -9,7 +9,6 @@ import (
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/internal/leakcheck"
-	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
@@ -69,20 +68,8 @@ func transfer(t *testing.T, from, to *testbed.Host, d time.Duration) uint64 {
 // (a failure when kernel tests are required).
 func loadNetdev(t *testing.T) *netdev.Reader {
 	t.Helper()
-	kerneltest.RequireRoot(t)
-	if err := loader.Check(nil); err != nil {
-		kerneltest.Skip(t, err.Error())
-	}
 	spec, err := netdev.Spec(netdev.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loader.Load(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	r, err := netdev.NewReader(l)
+	r, err := netdev.NewReader(kerneltest.Load(t, spec, err))
 	if err != nil {
 		t.Fatal(err)
 	}

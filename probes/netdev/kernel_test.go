@@ -10,7 +10,6 @@ import (
 
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/internal/kerneltest"
-	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -25,19 +24,8 @@ func load(t testing.TB, cache bool) *Reader {
 
 func loadSized(t testing.TB, cache bool, flowEntries uint32) *Reader {
 	t.Helper()
-	kerneltest.RequireRoot(t)
-	if err := loader.Check(nil); err != nil {
-		kerneltest.Skip(t, err.Error())
-	}
 	spec, err := Spec(Options{FlowEntries: flowEntries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loader.Load(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := kerneltest.Load(t, spec, err)
 	if l.Attached() != 3 {
 		t.Fatalf("attached %d of 3 programs: %+v", l.Attached(), l.Status)
 	}

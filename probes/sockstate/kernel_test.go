@@ -25,24 +25,8 @@ import (
 // test ends (reader first).
 func load(t *testing.T) (*loader.Loaded, *sockstate.Reader) {
 	t.Helper()
-	kerneltest.RequireRoot(t)
-	if err := loader.Check(nil); err != nil {
-		kerneltest.Skip(t, err.Error())
-	}
 	spec, err := sockstate.Spec(sockstate.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loader.Load(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	for _, st := range l.Status {
-		if !st.Attached {
-			t.Fatalf("%s (%s) not attached: %s", st.Name, st.Hook, st.Reason)
-		}
-	}
+	l := kerneltest.Load(t, spec, err)
 	r, err := sockstate.NewReader(l)
 	if err != nil {
 		t.Fatal(err)

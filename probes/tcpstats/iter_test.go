@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/internal/kerneltest"
-	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -20,19 +19,8 @@ import (
 
 func loadIter(t *testing.T) *IterReader {
 	t.Helper()
-	kerneltest.RequireRoot(t)
-	if err := loader.Check(nil); err != nil {
-		kerneltest.Skip(t, err.Error())
-	}
 	spec, err := IterSpec(IterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loader.Load(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := kerneltest.Load(t, spec, err)
 	r, err := NewIterReader(l)
 	if err != nil {
 		t.Fatalf("%v: %+v", err, l.Status)
