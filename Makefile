@@ -24,9 +24,9 @@ test: ## run every test; kernel tests need root (NETPROF_REQUIRE_KERNEL_TESTS=1 
 # tools/vmtest; one boot per kernel runs every package's tests), and "host",
 # this machine's kernel natively. KERNELS="6.1" runs a part of it.
 KERNELS          ?= 6.1 6.12 host
-KERNEL_TEST_PKGS := ./loader ./probes/bpfmap ./probes/netdev ./probes/queues ./probes/tcpstats ./probes/softnet ./probes/sockstate ./probes/drops ./probes/ifaces ./traffic/testbed ./cmd/netprof/internal/probeset ./cmd/netprof/internal/bench
+KERNEL_TEST_PKGS := ./loader ./probes/bpfmap ./probes/netdev ./probes/queues ./probes/softirq ./probes/tcpstats ./probes/softnet ./probes/sockstate ./probes/drops ./probes/ifaces ./traffic/testbed ./traffic/testbed/bedload ./cmd/netprof/internal/probeset ./cmd/netprof/internal/bench
 # bench's kernel tests: the accuracy tests, not the CLI and report ones.
-KERNEL_BENCH_RUN := ^Test(Counting|RetransmitsMatchKernel|Softirq|ProbeRTT|Bench)
+KERNEL_BENCH_RUN := ^Test(Counting|RetransmitsMatchKernel|ProbeRTT|Bench)
 # Tests whose timing a TCG guest (about 10x slower than the host) cannot
 # keep; they run on the host kernel: the user-space delay line releases
 # packets late (connect and min RTT 1-4 ms over nominal), ten probe attaches

@@ -276,3 +276,13 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// set returns *p, failing t when the column is null (its probe ran, so
+// every row of it must have a value).
+func set(t *testing.T, col string, p *uint64) uint64 {
+	t.Helper()
+	if p == nil {
+		t.Fatalf("cpus.%s null in a run with its probe on", col)
+	}
+	return *p
+}

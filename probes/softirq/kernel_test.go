@@ -1,17 +1,13 @@
-package bench
+package softirq_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,9 +15,12 @@ import (
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/probes/softirq"
 	"github.com/netprof/netprof/trace"
+	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/testbed"
+	"github.com/netprof/netprof/traffic/testbed/bedload"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
 
@@ -42,88 +41,16 @@ const (
 	softirqFloorNs           = 2e6
 )
 
-const tracefsRoot = "/sys/kernel/tracing"
-
-// tracefs is a dedicated ftrace instance recording irq:softirq_entry/exit
-// for NET_TX and NET_RX with the CLOCK_MONOTONIC trace clock.
-type tracefs struct{ dir string }
-
-// newTracefs creates the instance (mounting tracefs if needed); t.Cleanup
-// stops it and removes it, also when the test fails.
-func newTracefs(t *testing.T) *tracefs {
+// load attaches the softirq probe (closed when the test ends), failing
+// unless both programs attached.
+func load(t *testing.T) *loader.Loaded {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(tracefsRoot, "instances")); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "tracefs", tracefsRoot).CombinedOutput(); err != nil {
-			kerneltest.Skip(t, fmt.Sprintf("tracefs not available: %v: %s", err, out))
-		}
+	spec, err := softirq.Spec()
+	l := kerneltest.Load(t, spec, err)
+	if l.Attached() != 2 {
+		t.Fatalf("attached %d of 2 softirq programs: %+v", l.Attached(), l.Status)
 	}
-	tf := &tracefs{dir: filepath.Join(tracefsRoot, "instances", fmt.Sprintf("netprof-test-%d", os.Getpid()))}
-	_ = os.Remove(tf.dir) // a leftover of this pid's earlier test
-	if err := os.Mkdir(tf.dir, 0o755); err != nil {
-		kerneltest.Skip(t, fmt.Sprintf("create tracefs instance: %v", err))
-	}
-	t.Cleanup(func() {
-		_ = tf.write("tracing_on", "0")
-		for _, ev := range []string{"softirq_entry", "softirq_exit"} {
-			_ = tf.write("events/irq/"+ev+"/enable", "0")
-		}
-		if err := os.Remove(tf.dir); err != nil {
-			t.Errorf("remove tracefs instance: %v", err)
-		}
-	})
-	tf.must(t, "tracing_on", "0")
-	tf.must(t, "buffer_size_kb", "65536") // per CPU; ~16 B per event, checked below
-	tf.must(t, "trace_clock", "mono")     // CLOCK_MONOTONIC, as bpf_ktime_get_ns
-	for _, ev := range []string{"softirq_entry", "softirq_exit"} {
-		tf.must(t, "events/irq/"+ev+"/filter", fmt.Sprintf("vec == %d || vec == %d", vecNetRx, vecNetTx))
-		tf.must(t, "events/irq/"+ev+"/enable", "1")
-	}
-	return tf
-}
-
-func (tf *tracefs) write(file, val string) error {
-	return os.WriteFile(filepath.Join(tf.dir, file), []byte(val), 0o644)
-}
-
-func (tf *tracefs) must(t *testing.T, file, val string) {
-	t.Helper()
-	if err := tf.write(file, val); err != nil {
-		t.Fatalf("tracefs %s: %v", file, err)
-	}
-}
-
-// cpus returns the CPU numbers the instance has buffers for.
-func (tf *tracefs) cpus(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(tf.dir, "per_cpu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu")); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// checkNoOverrun fails the test if any CPU's buffer overwrote or dropped
-// events: then the tracefs totals would be too low.
-func (tf *tracefs) checkNoOverrun(t *testing.T) {
-	t.Helper()
-	for _, cpu := range tf.cpus(t) {
-		b, err := os.ReadFile(filepath.Join(tf.dir, "per_cpu", fmt.Sprintf("cpu%d", cpu), "stats"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "overrun" || k == "commit overrun" || k == "dropped events") && strings.TrimSpace(v) != "0" {
-				t.Fatalf("tracefs cpu%d %s: %s", cpu, k, strings.TrimSpace(v))
-			}
-		}
-	}
+	return l
 }
 
 // softirqTotals is per-vector time and completed count.
@@ -134,28 +61,21 @@ type softirqTotals struct{ ns, count [vecNetRx + 1]uint64 }
 // that straddle an end as the probe does; count is the pairs whose exit
 // falls inside. The text trace has µs timestamps: truncating both ends of
 // a pair is unbiased, so over thousands of pairs the error is a few µs.
-func (tf *tracefs) totals(t *testing.T, cpu int, w0, w1 int64) softirqTotals {
+func tracefsTotals(t *testing.T, tf *kerneltest.Tracefs, cpu int, w0, w1 int64) softirqTotals {
 	t.Helper()
-	f, err := os.Open(filepath.Join(tf.dir, "per_cpu", fmt.Sprintf("cpu%d", cpu), "trace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var tot softirqTotals
 	var open [vecNetRx + 1]int64 // entry time per vector, 0 = none
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		ts, vec, entry, ok := parseSoftirqLine(sc.Text())
+	tf.Lines(t, cpu, func(line string) {
+		ts, vec, entry, ok := parseSoftirqLine(line)
 		if !ok || (vec != vecNetRx && vec != vecNetTx) {
-			continue
+			return
 		}
 		if entry {
 			open[vec] = ts
-			continue
+			return
 		}
 		if open[vec] == 0 {
-			continue // exit of a softirq that began before tracing
+			return // exit of a softirq that began before tracing
 		}
 		if lo, hi := max(open[vec], w0), min(ts, w1); hi > lo {
 			tot.ns[vec] += uint64(hi - lo)
@@ -164,10 +84,7 @@ func (tf *tracefs) totals(t *testing.T, cpu int, w0, w1 int64) softirqTotals {
 			tot.count[vec]++
 		}
 		open[vec] = 0
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for vec, s := range open { // still running when tracing stopped
 		if s != 0 && s < w1 {
 			tot.ns[vec] += uint64(w1 - max(s, w0))
@@ -213,32 +130,58 @@ func monoOffset(t *testing.T) int64 {
 	return off
 }
 
-// TestSoftirqVsTracefs records one bench run with the softirq probe and,
-// at the same time, irq:softirq_entry/exit in a tracefs instance, and
-// compares per-CPU NET_RX (and NET_TX) time over the trace's window.
-// Softirq time is host-wide: whatever else runs on the machine is in both.
+// TestSoftirqVsTracefs records the softirq probe's per-CPU rows over a
+// 4-stream transfer across the test bed and, at the same time,
+// irq:softirq_entry/exit in a tracefs instance, and compares per-CPU
+// NET_RX (and NET_TX) time and counts over the rows' window. Softirq time
+// is host-wide: whatever else runs on the machine is in both.
 func TestSoftirqVsTracefs(t *testing.T) {
-	requireBench(t, true)
-	tf := newTracefs(t)
-	bed := testbedtest.New(t, testbed.Options{})
-	cfg := DefaultConfig()
-	cfg.Duration = 3 * time.Second
-	cfg.Interval = 500 * time.Millisecond
-	off0 := monoOffset(t)
-	tf.must(t, "tracing_on", "1")
-	_, run := mustRun(t, cfg, bed, "np_si_")
-	tf.must(t, "tracing_on", "0")
-	if d := monoOffset(t) - off0; d > 1e6 || d < -1e6 {
-		t.Fatalf("wall clock moved %d ns against CLOCK_MONOTONIC during the run", d)
+	tf := kerneltest.NewTracefs(t, "softirq", 65536, // per CPU; ~16 B per event, checked below
+		kerneltest.TraceEvent{Name: "irq/softirq_entry", Filter: fmt.Sprintf("vec == %d || vec == %d", vecNetRx, vecNetTx)},
+		kerneltest.TraceEvent{Name: "irq/softirq_exit", Filter: fmt.Sprintf("vec == %d || vec == %d", vecNetRx, vecNetTx)})
+	l := load(t)
+	stats, err := loader.EnableStats()
+	if err != nil {
+		kerneltest.Skip(t, fmt.Sprintf("BPF run-time statistics: %v", err))
 	}
-	tf.checkNoOverrun(t)
-	rows, err := run.CPUs()
+	defer stats.Close()
+	r, err := softirq.NewReader(l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The trace's window in CLOCK_MONOTONIC: rows end at their time and
-	// last interval_ns; the probe's reads happen a few µs to ms after
-	// each tick, which is quiet at both ends of a run.
+	bed := testbedtest.New(t, testbed.Options{})
+	var mu sync.Mutex
+	var rows []trace.CPURow
+	rec := &measure.Recorder{Samplers: []measure.Sampler{softirq.NewSampler(r)}, Period: 500 * time.Millisecond,
+		OnInterval: func(_ time.Time, iv *trace.Interval) {
+			mu.Lock()
+			rows = append(rows, iv.CPUs...)
+			mu.Unlock()
+		}}
+	off0 := monoOffset(t)
+	stats0 := progStats(t, l)
+	tf.On(t)
+	if _, err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var recErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { recErr = rec.Run(ctx) })
+	bedload.Run(t, bed, traffic.Config{Streams: 4, Duration: 3 * time.Second, BlockSize: traffic.DefaultBlockSize})
+	cancel()
+	wg.Wait()
+	tf.Off(t)
+	if recErr != nil {
+		t.Fatal(recErr)
+	}
+	if d := monoOffset(t) - off0; d > 1e6 || d < -1e6 {
+		t.Fatalf("wall clock moved %d ns against CLOCK_MONOTONIC during the run", d)
+	}
+	tf.CheckNoOverrun(t)
+	// The rows' window in CLOCK_MONOTONIC: rows end at their time and
+	// last interval_ns; the probe's reads happen a few µs after each
+	// tick.
 	w0, w1 := int64(math.MaxInt64), int64(math.MinInt64)
 	probe := map[int]*softirqTotals{}
 	for _, r := range rows {
@@ -258,10 +201,10 @@ func TestSoftirqVsTracefs(t *testing.T) {
 		p.count[vecNetRx] += set(t, "net_rx_softirq_count", r.NetRxSoftirqCount)
 		p.count[vecNetTx] += set(t, "net_tx_softirq_count", r.NetTxSoftirqCount)
 	}
-	skew := callbackSkewNs(t, run)
+	skew := callbackSkewNs(t, stats0, progStats(t, l))
 	var rxTotal uint64
-	for _, cpu := range tf.cpus(t) {
-		want := tf.totals(t, cpu, w0, w1)
+	for _, cpu := range tf.CPUs(t) {
+		want := tracefsTotals(t, tf, cpu, w0, w1)
 		got := probe[cpu]
 		if got == nil {
 			got = &softirqTotals{}
@@ -312,27 +255,29 @@ func TestSoftirqVsTracefs(t *testing.T) {
 	}
 }
 
-// callbackSkewNs returns the mean run time of np_si_entry plus np_si_exit
-// over the run (probes.parquet; bench turns BPF statistics on).
-func callbackSkewNs(t *testing.T, run *trace.Run) float64 {
+// progStats returns the softirq programs' cumulative run time and count
+// (BPF run-time statistics), by program name.
+func progStats(t *testing.T, l *loader.Loaded) map[string]loader.ProgramStats {
 	t.Helper()
-	rows, err := run.Probes()
+	st, err := l.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ns, n [2]uint64
-	for _, r := range rows {
-		for i, name := range []string{"np_si_entry", "np_si_exit"} {
-			if r.Program == name {
-				ns[i] += r.RunTimeNs
-				n[i] += r.RunCount
-			}
-		}
+	out := map[string]loader.ProgramStats{}
+	for _, s := range st {
+		out[s.Name] = s
 	}
+	return out
+}
+
+// callbackSkewNs returns the mean run time of np_si_entry plus np_si_exit
+// between two readings of their statistics.
+func callbackSkewNs(t *testing.T, before, after map[string]loader.ProgramStats) float64 {
+	t.Helper()
 	var skew float64
-	for i := range ns {
-		if n[i] > 0 {
-			skew += float64(ns[i]) / float64(n[i])
+	for _, name := range []string{"np_si_entry", "np_si_exit"} {
+		if n := after[name].RunCount - before[name].RunCount; n > 0 {
+			skew += float64(after[name].RunTimeNs-before[name].RunTimeNs) / float64(n)
 		}
 	}
 	t.Logf("softirq programs: %.0f ns per entry+exit (four times that allowed per softirq between the probe's and tracefs's clocks)", skew)
@@ -352,30 +297,21 @@ const maxSoftirqNs = 20e6
 // CPU may show softirq time that no completed softirq explains (a start
 // timestamp left behind by an entry whose exit was missed).
 func TestSoftirqAttachUnderLoad(t *testing.T) {
-	requireBench(t, true)
+	kerneltest.RequireRoot(t)
+	if err := loader.Check(nil); err != nil {
+		kerneltest.Skip(t, err.Error())
+	}
 	bed := testbedtest.New(t, testbed.Options{})
-	cfg := DefaultConfig()
-	cfg.Duration = 10 * time.Second // cancelled after the last attach
-	cfg.NoBPF = true
-	cfg.Out = filepath.Join(t.TempDir(), "run")
-	ctx, cancel := context.WithCancel(context.Background())
-	var runErr error
-	var ended atomic.Bool
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, runErr = runOnBed(ctx, cfg, "test", bed, nil)
-		ended.Store(true)
-	})
-	stop := sync.OnceFunc(func() { cancel(); wg.Wait() })
-	defer stop()
-	time.Sleep(500 * time.Millisecond) // connected and sending
+	// Stopped after the last attach.
+	tr := bedload.Start(t, bed, traffic.Config{Streams: 4, Duration: 10 * time.Second, BlockSize: traffic.DefaultBlockSize})
+	time.Sleep(500 * time.Millisecond) // sending
 	for i := range 10 {
 		attachOnce(t, i)
 	}
-	early := ended.Load()
-	stop()
+	early := tr.Ended()
+	tr.Stop()
 	if early {
-		t.Fatalf("the load run ended before the last attach (err %v): not tested under load", runErr)
+		t.Fatal("the transfer ended before the last attach: not tested under load")
 	}
 }
 
@@ -446,7 +382,7 @@ func monoNow(t *testing.T) uint64 {
 	return uint64(ts.Nano())
 }
 
-// set returns *p, failing t when the column is null (its probe ran, so
+// set returns *p, failing t when the column is null (the probe ran, so
 // every row of it must have a value).
 func set(t *testing.T, col string, p *uint64) uint64 {
 	t.Helper()
