@@ -14,14 +14,12 @@ import (
 
 // probes is every BPF probe watch loaded, with its samplers.
 type probes struct {
-	set       *probeset.Set
-	netdev    measure.Sampler // nil when not loaded
-	tcp       measure.Sampler
-	tcpsock   measure.Sampler
-	softirq   measure.Sampler
-	sockstate measure.Sampler
-	drops     measure.Sampler
-	status    []trace.Probe
+	set *probeset.Set
+	// groups are the loaded probes' groups in probeset.Probes order,
+	// byGroup their samplers.
+	groups  []string
+	byGroup map[string]measure.Sampler
+	status  []trace.Probe
 	// maps describes the loaded probes' maps for the manifest.
 	maps []trace.BPFMap
 }
@@ -42,14 +40,12 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 	ps.set = probeset.New(selected, true, log)
 	netns := tr.Netns()
 	nss := []tcpstats.Netns{{Inode: netns, Do: do}}
-	_, sm := ps.set.LoadAll(probeset.Scope{
+	ps.groups, ps.byGroup = ps.set.LoadAll(probeset.Scope{
 		FlowEntries: flowEntries,
 		Iface:       tr.Scope,
 		InRun:       func(n uint64) bool { return n == netns },
 		Namespaces:  func() []tcpstats.Netns { return nss },
 	})
-	ps.netdev, ps.tcp, ps.tcpsock, ps.softirq = sm["netdev"], sm["tcp"], sm["tcpsock"], sm["softirq"]
-	ps.sockstate, ps.drops = sm["sockstate"], sm["drops"]
 	ps.status = ps.set.Status
 	var err error
 	if ps.maps, err = ps.set.Maps(); err != nil {
@@ -59,25 +55,20 @@ func loadProbes(tr *ifaces.Tracker, do func(func() error) error, flowEntries uin
 }
 
 // samplers returns the recorder's samplers in their required order:
-// netlink rows, BPF counts on them, the counting rule, then TCP (which
-// attaches to the folded flow rows), softirq, /proc/stat and softnet_stat
-// (measure.ProcSampler: they fill the cpus rows the probes made, and add
-// rows for the other CPUs) and program statistics.
+// netlink rows, BPF counts on them (netdev), the counting rule, then the
+// other probes in probeset.Probes order (TCP attaches to the folded flow
+// rows), /proc/stat and softnet_stat (measure.ProcSampler: they fill the
+// cpus rows the probes made, and add rows for the other CPUs) and program
+// statistics.
 func (ps *probes) samplers(tr *ifaces.Tracker) []measure.Sampler {
 	out := []measure.Sampler{&ifaces.LinkSampler{T: tr}}
-	if ps.netdev != nil {
-		out = append(out, ps.netdev)
+	if s := ps.byGroup["netdev"]; s != nil {
+		out = append(out, s)
 	}
 	out = append(out, &ifaces.FoldSampler{T: tr})
-	if ps.tcp != nil {
-		out = append(out, ps.tcp)
-	}
-	if ps.tcpsock != nil {
-		out = append(out, ps.tcpsock)
-	}
-	for _, s := range []measure.Sampler{ps.softirq, ps.sockstate, ps.drops} {
-		if s != nil {
-			out = append(out, s)
+	for _, g := range ps.groups {
+		if g != "netdev" {
+			out = append(out, ps.byGroup[g])
 		}
 	}
 	out = append(out, &measure.ProcSampler{})
@@ -86,6 +77,9 @@ func (ps *probes) samplers(tr *ifaces.Tracker) []measure.Sampler {
 	}
 	return out
 }
+
+// has says whether the probe of group was loaded and has a sampler.
+func (ps *probes) has(group string) bool { return ps.byGroup[group] != nil }
 
 // Close detaches every probe. It is idempotent.
 func (ps *probes) Close() error {

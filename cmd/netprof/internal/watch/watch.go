@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	seenNotes := 0
 	rec.OnInterval = func(end time.Time, iv *trace.Interval) {
 		res.Intervals++
-		s := summarise(end, iv, tr, ps.softirq != nil, cfg.TopFlows)
+		s := summarise(end, iv, tr, ps.has("softirq"), cfg.TopFlows)
 		if n := tr.Notes(); len(n) > seenNotes {
 			s.Notes, seenNotes = n[seenNotes:], len(n)
 		}
