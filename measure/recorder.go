@@ -3,7 +3,9 @@
 // into one trace.Interval, stamped with the interval's end and length and
 // written to the trace. loader loads and attaches the probes; their
 // samplers, the host's (ProcSampler, LinkSampler) and the commands' own
-// run here. NewManifest and Interface describe the host for the trace.
+// run here. RecordWhile runs a command's workload under the recorder and
+// Status names how a run ended; NewManifest and Interface describe the
+// host for the trace.
 package measure
 
 import (

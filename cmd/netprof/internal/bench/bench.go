@@ -171,7 +171,7 @@ func execute(ctx context.Context, cfg Config, toolVersion string, links []linkst
 	res := &Result{Dir: dir, Summary: newSummary(cfg)}
 	err = record(ctx, cfg, links, handles, d, w, res, log)
 	d.beforeClose(w)
-	res.Status = status(ctx, err)
+	res.Status = measure.Status(ctx, err)
 	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
 		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))
 	}
@@ -220,16 +220,6 @@ func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*
 	return transfer(ctx, cfg, d, w, samplers, res, log)
 }
 
-func status(ctx context.Context, err error) string {
-	switch {
-	case ctx.Err() != nil:
-		return "interrupted"
-	case err != nil:
-		return "failed: " + err.Error()
-	}
-	return "ok"
-}
-
 // transfer records while the driver runs the connected streams to their
 // end, then completes the summary.
 func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, samplers []measure.Sampler, res *Result, log *slog.Logger) error {
@@ -252,37 +242,19 @@ func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, sample
 				cfg.Stream.Interval(end, iv)
 			}
 		}}
-	start, err := rec.Start()
-	if err == nil {
-		err = w.UpdateManifest(func(m *trace.Manifest) { m.Start = start.UTC() })
-	}
-	if err != nil {
+	var started bool
+	err := measure.RecordWhile(ctx, rec, w, func(start time.Time) {
+		started = true
+		tl.start(start)
+		d.started(start)
+	}, d.run)
+	if !started { // no baseline: nothing ran
 		return err
 	}
-	tl.start(start)
-	d.started(start)
-	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRec()
-	recDone := make(chan error, 1)
-	go func() { recDone <- rec.Run(recCtx) }()
-
-	runErr := d.run(ctx)
-	stopRec()
-	recErr := <-recDone
 	d.finish(tl, w, res)
 	res.summary().addLocal(cfg, tl)
 	recordSummary(w, res.summary(), tl, d, log)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return errors.Join(runErr, wrap("recorder", recErr))
-}
-
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
+	return err
 }
 
 // buildSamplers returns the samplers in their required order: netlink
@@ -383,3 +355,10 @@ func nicSampler(links []linkstats.Link, nss []tcpstats.Netns, log *slog.Logger) 
 // measure.ProcSampler (a variable so that a test can bracket each reading
 // with its own).
 var readCPU = cpustat.Read
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -137,7 +137,7 @@ func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfe
 	}
 	res := &Result{Dir: dir}
 	err = transfer(ctx, cfg, w, x, host.Samplers(), log)
-	res.Status = redact(status(ctx, err))
+	res.Status = redact(measure.Status(ctx, err))
 	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
 		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))
 	}
@@ -168,37 +168,7 @@ func transfer(ctx context.Context, cfg Config, w *trace.Writer, x *blob.Transfer
 			}
 		}
 	}
-	start, err := rec.Start()
-	if err == nil {
-		err = w.UpdateManifest(func(m *trace.Manifest) { m.Start = start.UTC() })
-	}
-	if err != nil {
-		return err
-	}
-	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRec()
-	recDone := make(chan error, 1)
-	go func() { recDone <- rec.Run(recCtx) }()
-	runErr := x.Run(ctx)
-	stopRec()
-	recErr := <-recDone
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if recErr != nil {
-		recErr = fmt.Errorf("recorder: %w", recErr)
-	}
-	return errors.Join(runErr, recErr)
-}
-
-func status(ctx context.Context, err error) string {
-	switch {
-	case ctx.Err() != nil:
-		return trace.StatusInterrupted
-	case err != nil:
-		return "failed: " + err.Error()
-	}
-	return trace.StatusOK
+	return measure.RecordWhile(ctx, rec, w, nil, x.Run)
 }
 
 func manifest(cfg Config, toolVersion string, x *blob.Transfer) trace.Manifest {

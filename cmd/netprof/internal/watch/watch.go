@@ -161,12 +161,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	}
 	runErr := rec.Run(runCtx)
 	res.Notes = tr.Notes()
-	res.Status = trace.StatusOK
-	if ctx.Err() != nil {
-		res.Status = trace.StatusInterrupted
-	} else if runErr != nil {
-		res.Status = "failed: " + runErr.Error()
-	}
+	res.Status = measure.Status(ctx, runErr)
 	if w != nil {
 		if err := w.Close(time.Now().UTC(), res.Status); err != nil {
 			return res, errors.Join(runErr, fmt.Errorf("close trace: %w", err))
