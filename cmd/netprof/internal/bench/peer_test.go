@@ -337,18 +337,7 @@ func TestVerdictWindowFromPeerStreams(t *testing.T) {
 	srv := startPeer(t, bed, 5001, 5002)
 	cfg := peerConfig(t, srv)
 	cfg.Direction, cfg.Duration = control.Reverse, 3*time.Second
-	res, err := RunPeer(context.Background(), cfg, "test", fromA(bed), nil)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	run, err := trace.Open(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := run.Traffic()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, run, rows := peerTraffic(t, cfg, bed)
 	peerHost := bed.B().Addr.String()
 	var peerRows, withChrono int
 	var rwnd, sending uint64
@@ -380,4 +369,24 @@ func TestVerdictWindowFromPeerStreams(t *testing.T) {
 			t.Errorf("stream %s: %.0f Mbit/s, above 2x 64 KiB / %v = %.0f Mbit/s: the capped window did not hold it", addr, g/1e6, ct, 2*limit/1e6)
 		}
 	}
+}
+
+// peerTraffic runs cfg from A against a peer on the bed and returns the
+// result, its trace and traffic rows, failing t if the run or the trace
+// fails.
+func peerTraffic(t *testing.T, cfg Config, bed *testbed.Bed) (*Result, *trace.Run, []trace.TrafficRow) {
+	t.Helper()
+	res, err := RunPeer(context.Background(), cfg, "test", fromA(bed), nil)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	run, err := trace.Open(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := run.Traffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, run, rows
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -33,18 +32,7 @@ func TestPeerReceiverSteering(t *testing.T) {
 	srv := startPeer(t, bed, 5001, 5002)
 	cfg := peerConfig(t, srv)
 	cfg.Direction, cfg.Warmup = control.Bidir, 250*time.Millisecond
-	res, err := RunPeer(context.Background(), cfg, "test", fromA(bed), nil)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	run, err := trace.Open(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := run.Traffic()
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, _, rows := peerTraffic(t, cfg, bed)
 	peerHost := bed.B().Addr.String()
 	want := map[string]int32{"peer": peerCPU, "local": localCPU}
 	n, bad := map[string]int{}, map[string]int{}
