@@ -54,7 +54,10 @@ func OpenNS(do func(func() error) error, inode uint64) (*NS, error) {
 	if do == nil {
 		ns.own = true
 		var st unix.Stat_t
-		if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		// The calling thread's, where the netlink socket is opened
+		// (/proc/self is the main thread's, which a locked goroutine may
+		// have moved).
+		if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 			return nil, fmt.Errorf("stat own netns: %w", err)
 		}
 		ns.Netns = st.Ino

@@ -3,13 +3,13 @@ package netdev
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/internal/cpulist"
-	"golang.org/x/sys/unix"
+	"github.com/netprof/netprof/internal/osthread"
 )
 
 // The netdev programs keep each CPU's latest counts in a per-CPU cache and
@@ -41,12 +41,9 @@ type flusher struct {
 // flushAll flushes every online CPU. It runs on a goroutine of its own
 // whose thread is discarded afterwards (its affinity was changed).
 func (f *flusher) flushAll() error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		errc <- f.flushPinned()
-	}()
-	return <-errc
+	var err error
+	osthread.Disposable(func() { err = f.flushPinned() })
+	return err
 }
 
 func (f *flusher) flushPinned() error {

@@ -77,7 +77,27 @@ func TestInNetnsReadsBedQueues(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	// The reads' mounts stayed on their own (ended) threads.
+	// The reads' mounts and namespaces stayed on their own (ended)
+	// threads: none was the main thread, which the runtime would have kept
+	// (and /proc/self shows): many more reads, then the main thread's
+	// namespaces are still this thread's.
+	var wg2 sync.WaitGroup
+	for i := range 64 {
+		wg2.Go(func() {
+			h := []*testbed.Host{a, b}[i%2]
+			if _, err := InNetns(h.Do, h.Link); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg2.Wait()
+	for _, ns := range []string{"net", "mnt"} {
+		self, err1 := os.Readlink("/proc/self/ns/" + ns)
+		thread, err2 := os.Readlink("/proc/thread-self/ns/" + ns)
+		if err1 != nil || err2 != nil || self != thread {
+			t.Errorf("main thread's %s namespace %s (%v), this thread's %s (%v): a read left the main thread elsewhere", ns, self, err1, thread, err2)
+		}
+	}
 	for _, h := range []*testbed.Host{a, b} {
 		if _, err := os.Stat("/sys/class/net/" + h.Link); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("this process's /sys shows %s after the reads (%v)", h.Link, err)

@@ -17,13 +17,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netprof/netprof/internal/osthread"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -274,8 +274,10 @@ func readInt(p string) (int, error) { return strconv.Atoi(readTrim(p)) }
 // thread inside that namespace (nil: not read). nil when it cannot be
 // read.
 func ForLink(netns uint64, name string, do func(func() error) error) *trace.QueueMap {
+	// The calling thread's namespace: /proc/self is the main thread's,
+	// which a locked goroutine may have left elsewhere.
 	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 		return nil
 	}
 	var m *trace.QueueMap
@@ -312,17 +314,11 @@ func InNetns(do func(func() error) error, name string) (*trace.QueueMap, error) 
 		return nil, fmt.Errorf("queues of %s: its namespace: %w", name, err)
 	}
 	defer unix.Close(fd)
-	type result struct {
+	var r struct {
 		m   *trace.QueueMap
 		err error
 	}
-	done := make(chan result, 1)
-	go func() {
-		// Locked and never unlocked: the runtime ends the thread with
-		// this goroutine instead of reusing it in the other namespaces.
-		runtime.LockOSThread()
-		var r result
-		defer func() { done <- r }()
+	osthread.Disposable(func() {
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 			r.err = fmt.Errorf("queues of %s: unshare mount namespace: %w", name, err)
 			return
@@ -340,7 +336,6 @@ func InNetns(do func(func() error) error, name string) (*trace.QueueMap, error) 
 			return
 		}
 		r.m, r.err = Host.Read(name)
-	}()
-	r := <-done
+	})
 	return r.m, r.err
 }

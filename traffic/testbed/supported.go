@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netprof/netprof/internal/osthread"
 )
 
 var (
@@ -28,18 +29,16 @@ func probe() error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("not root (euid %d)", os.Geteuid())
 	}
-	done := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with this goroutine, taking the
-		// throwaway namespace with it.
-		runtime.LockOSThread()
-		err := unix.Unshare(unix.CLONE_NEWNET)
+	var err error
+	// The thread ends with the call, taking the throwaway namespace with
+	// it (never the main thread, which /proc/self shows).
+	osthread.Disposable(func() {
+		err = unix.Unshare(unix.CLONE_NEWNET)
 		if errors.Is(err, unix.EPERM) {
 			err = fmt.Errorf("cannot create a network namespace: %w", err)
 		} else if err != nil {
 			err = fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
 		}
-		done <- err
-	}()
-	return <-done
+	})
+	return err
 }
