@@ -319,13 +319,7 @@ func closeAll(hs []*netlink.Handle, err error) error {
 func manifest(cfg Config, toolVersion string, links []linkstats.Link, nss []tcpstats.Netns) trace.Manifest {
 	m := measure.NewManifest(toolVersion, cfg.Argv, cfg.Interval, cfg.manifestConfig())
 	for _, l := range links {
-		var do func(func() error) error
-		for _, ns := range nss {
-			if ns.Inode == l.Netns {
-				do = ns.Do
-			}
-		}
-		m.Interfaces = append(m.Interfaces, measure.Interface(l, l.Role, do))
+		m.Interfaces = append(m.Interfaces, measure.Interface(l, l.Role, nsDo(nss, l.Netns)))
 	}
 	return m
 }
@@ -335,13 +329,7 @@ func manifest(cfg Config, toolVersion string, links []linkstats.Link, nss []tcps
 func nicSampler(links []linkstats.Link, nss []tcpstats.Netns, log *slog.Logger) *nicstats.Sampler {
 	var nl []nicstats.Link
 	for _, l := range links {
-		n := nicstats.Link{Netns: l.Netns, Ifname: l.Name}
-		for _, ns := range nss {
-			if ns.Inode == l.Netns {
-				n.Do = ns.Do
-			}
-		}
-		nl = append(nl, n)
+		nl = append(nl, nicstats.Link{Netns: l.Netns, Ifname: l.Name, Do: nsDo(nss, l.Netns)})
 	}
 	s, err := nicstats.New(nl)
 	if err != nil {
@@ -361,4 +349,15 @@ func wrap(what string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// nsDo returns the function that runs code inside namespace inode, of the
+// run's namespaces nss; nil when inode is not among them (netprof's own).
+func nsDo(nss []tcpstats.Netns, inode uint64) func(func() error) error {
+	for _, ns := range nss {
+		if ns.Inode == inode {
+			return ns.Do
+		}
+	}
+	return nil
 }
