@@ -24,7 +24,7 @@ test: ## run every test; kernel tests need root (NETPROF_REQUIRE_KERNEL_TESTS=1 
 # tools/vmtest; one boot per kernel runs every package's tests), and "host",
 # this machine's kernel natively. KERNELS="6.1" runs a part of it.
 KERNELS          ?= 6.1 6.12 host
-KERNEL_TEST_PKGS := ./loader ./probes/bpfmap ./probes/netdev ./probes/queues ./probes/softirq ./probes/tcpstats ./probes/softnet ./probes/sockstate ./probes/drops ./probes/ifaces ./traffic/testbed ./traffic/testbed/bedload ./cmd/netprof/internal/probeset ./cmd/netprof/internal/bench
+KERNEL_TEST_PKGS := ./loader ./probes/bpfmap ./probes/netdev ./probes/queues ./probes/softirq ./probes/tcpstats ./probes/softnet ./probes/sockstate ./probes/drops ./probes/ifaces ./traffic/testbed ./traffic/testbed/bedload ./measure/probeset ./measure/bench
 # bench's kernel tests: the accuracy tests, not the CLI and report ones.
 KERNEL_BENCH_RUN := ^Test(Counting|RetransmitsMatchKernel|ProbeRTT|Bench)
 # Tests whose timing a TCG guest (about 10x slower than the host) cannot
@@ -42,12 +42,12 @@ test-kernels: ## kernel tests on Debian 6.1 (240 possible CPUs) and 6.12 in QEMU
 	@rc=0; for k in $(KERNELS); do \
 		echo "== kernel $$k"; \
 		if [ $$k = host ]; then \
-			NETPROF_REQUIRE_KERNEL_TESTS=1 $(GO) test -count=1 -p 1 -timeout 20m $(filter-out ./cmd/netprof/internal/bench,$(KERNEL_TEST_PKGS)) && \
-			NETPROF_REQUIRE_KERNEL_TESTS=1 $(GO) test -count=1 -timeout 20m -run '$(KERNEL_BENCH_RUN)' ./cmd/netprof/internal/bench; \
+			NETPROF_REQUIRE_KERNEL_TESTS=1 $(GO) test -count=1 -p 1 -timeout 20m $(filter-out ./measure/bench,$(KERNEL_TEST_PKGS)) && \
+			NETPROF_REQUIRE_KERNEL_TESTS=1 $(GO) test -count=1 -timeout 20m -run '$(KERNEL_BENCH_RUN)' ./measure/bench; \
 		else \
 			possible=0; if [ $$k = 6.1 ]; then possible=240; fi; \
 			NETPROF_REQUIRE_KERNEL_TESTS=1 NETPROF_REQUIRE_NETEM=1 $(GO) run ./tools/vmtest -test -kernel $$k -possible $$possible $(VMTEST_FLAGS) \
-				-pkg-run ./cmd/netprof/internal/bench='$(KERNEL_BENCH_RUN)' $(KERNEL_TEST_PKGS) -- -test.skip='$(VMTEST_SKIP)'; \
+				-pkg-run ./measure/bench='$(KERNEL_BENCH_RUN)' $(KERNEL_TEST_PKGS) -- -test.skip='$(VMTEST_SKIP)'; \
 		fi || { rc=1; echo "== kernel $$k: FAIL"; }; \
 	done; exit $$rc
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/netprof/netprof/analysis"
 	"github.com/netprof/netprof/analysis/htmlreport"
-	"github.com/netprof/netprof/cmd/netprof/internal/bench"
+	"github.com/netprof/netprof/measure/bench"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/blob"
 )

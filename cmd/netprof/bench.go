@@ -11,12 +11,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/cmd/netprof/internal/bench"
-	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
-	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/cpulist"
 	"github.com/netprof/netprof/internal/units"
+	"github.com/netprof/netprof/measure/bench"
+	"github.com/netprof/netprof/measure/jsonstream"
+	"github.com/netprof/netprof/measure/metrics"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/blobrun"
+	"github.com/netprof/netprof/measure/blobrun"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/blob/blobtest"
 )

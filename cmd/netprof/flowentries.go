@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/bench"
+	"github.com/netprof/netprof/measure/bench"
 	"github.com/netprof/netprof/probes/netdev"
 )
 

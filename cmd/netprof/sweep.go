@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/bench"
 	"github.com/netprof/netprof/internal/units"
+	"github.com/netprof/netprof/measure/bench"
 )
 
 func sweepCommand(log *slog.Logger) *cli.Command {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
-	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
-	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/measure/jsonstream"
+	"github.com/netprof/netprof/measure/metrics"
+	"github.com/netprof/netprof/measure/probeset"
+	"github.com/netprof/netprof/measure/watch"
 	"github.com/netprof/netprof/trace"
 )
 

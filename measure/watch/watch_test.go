@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/leakcheck"
+	"github.com/netprof/netprof/measure/metrics"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/trace"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/trace"
 )
 

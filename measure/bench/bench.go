@@ -15,10 +15,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/cpustat"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/nicstats"

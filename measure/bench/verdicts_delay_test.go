@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/units"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"

@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/netprof/netprof/bpf"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
@@ -42,7 +42,7 @@ func primitiveSpecs(b testing.TB) []loader.Spec {
 // program (the floor of BenchmarkProbeCost's ≤ 1.3× goal) and the ns it
 // adds to the floor. Run with
 //
-//	go test -run '^$' -bench ProbePrimitives -benchtime 1x ./cmd/netprof/internal/bench/
+//	go test -run '^$' -bench ProbePrimitives -benchtime 1x ./measure/bench/
 func BenchmarkProbePrimitives(b *testing.B) {
 	kerneltest.RequireRoot(b)
 	testbedtest.Require(b)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"text/tabwriter"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )
 
@@ -32,7 +32,7 @@ type costSet struct {
 // set / no probes (the goal for the default set: >= 0.97), and the CPU
 // time per MB received with its ratio (goal: <= 1.03).
 //
-//	go test -run '^$' -bench ProbeCostSets -benchtime 1x ./cmd/netprof/internal/bench/
+//	go test -run '^$' -bench ProbeCostSets -benchtime 1x ./measure/bench/
 //
 // NETPROF_COST_STREAMS (default "1,4,16"), NETPROF_COST_ROUNDS (default
 // 5) and NETPROF_COST_DURATION (default 3s) set the stream counts, rounds

@@ -3,8 +3,8 @@ package watch
 import (
 	"log/slog"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
-	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
-	"github.com/netprof/netprof/cmd/netprof/internal/watch"
+	"github.com/netprof/netprof/measure/jsonstream"
+	"github.com/netprof/netprof/measure/metrics"
+	"github.com/netprof/netprof/measure/watch"
 	"github.com/netprof/netprof/traffic/blob"
 )
 

@@ -16,10 +16,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
-	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/jsonstream"
+	"github.com/netprof/netprof/measure/metrics"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/nicstats"

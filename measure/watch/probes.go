@@ -3,9 +3,9 @@ package watch
 import (
 	"log/slog"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/tcpstats"

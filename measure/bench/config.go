@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/analysis"
-	"github.com/netprof/netprof/cmd/netprof/internal/jsonstream"
-	"github.com/netprof/netprof/cmd/netprof/internal/metrics"
+	"github.com/netprof/netprof/measure/jsonstream"
+	"github.com/netprof/netprof/measure/metrics"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"
 	"github.com/netprof/netprof/traffic/control"

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/bpf"
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
@@ -136,7 +136,7 @@ func (s costSample) cpuPerMB() float64 {
 // view of the same cost less disturbed by other work on the host), and per program ns/event beside the floor (goal ≤ 1.3×).
 // Run with
 //
-//	go test -run '^$' -bench ProbeCost -benchtime 1x ./cmd/netprof/internal/bench/
+//	go test -run '^$' -bench ProbeCost -benchtime 1x ./measure/bench/
 //
 // NETPROF_COST_ROUNDS (default 3) and NETPROF_COST_DURATION (default 3s)
 // set how many rounds of the five runs and how long each sends;

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/watch"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
 	"github.com/netprof/netprof/traffic/blob"

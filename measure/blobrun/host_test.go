@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/watch"
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure/watch"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/blob/blobtest"

@@ -3,8 +3,8 @@ package bench
 import (
 	"log/slog"
 
-	"github.com/netprof/netprof/cmd/netprof/internal/probeset"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
