@@ -113,7 +113,7 @@ func (s *Set) Maps() ([]trace.BPFMap, error) {
 func (s *Set) AddReader(r io.Closer) { s.readers = append(s.readers, r) }
 
 // Stats returns the sampler of every loaded probe's program statistics.
-func (s *Set) Stats() measure.Sampler { return &loader.StatsSampler{Probes: s.Loaded} }
+func (s *Set) Stats() measure.Sampler { return &statsSampler{probes: s.Loaded} }
 
 // Close stops the event readers, detaches every probe and turns BPF
 // statistics off again. It is idempotent.
