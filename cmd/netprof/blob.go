@@ -12,10 +12,10 @@ import (
 
 	"github.com/netprof/netprof/internal/units"
 	"github.com/netprof/netprof/measure/blobrun"
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/measure/jsonstream"
 	"github.com/netprof/netprof/measure/metrics"
 	"github.com/netprof/netprof/measure/probeset"
-	"github.com/netprof/netprof/measure/watch"
 	"github.com/netprof/netprof/traffic/blob"
 )
 
@@ -212,7 +212,7 @@ func blobConfig(c *cli.Context, cmd string) (blobrun.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Host = watch.HostConfig{Select: selector(c), LinkSpeeds: speeds, NoBPF: c.Bool("no-bpf")}
+	cfg.Host = host.Config{Select: selector(c), LinkSpeeds: speeds, NoBPF: c.Bool("no-bpf")}
 	if cfg.Host.Probes, err = probeset.Parse(c.String("probes")); err != nil {
 		return cfg, err
 	}

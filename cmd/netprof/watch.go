@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/measure/jsonstream"
 	"github.com/netprof/netprof/measure/metrics"
 	"github.com/netprof/netprof/measure/probeset"
@@ -84,14 +85,15 @@ func watchConfig(c *cli.Context) (watch.Config, error) {
 		return watch.Config{}, err
 	}
 	cfg := watch.Config{
-		Select: selector(c), LinkSpeeds: speeds, Interval: c.Duration("interval"), Duration: c.Duration("duration"),
-		Out: c.String("out"), NoBPF: c.Bool("no-bpf"), TopFlows: c.Int("top"), W: c.App.Writer,
+		Host:     host.Config{Select: selector(c), LinkSpeeds: speeds, NoBPF: c.Bool("no-bpf")},
+		Interval: c.Duration("interval"), Duration: c.Duration("duration"),
+		Out: c.String("out"), TopFlows: c.Int("top"), W: c.App.Writer,
 		Argv: os.Args, ToolVersion: version,
 	}
-	if cfg.Probes, err = probeset.Parse(c.String("probes")); err != nil {
+	if cfg.Host.Probes, err = probeset.Parse(c.String("probes")); err != nil {
 		return cfg, err
 	}
-	if cfg.FlowEntries, err = flowEntries(c); err != nil {
+	if cfg.Host.FlowEntries, err = flowEntries(c); err != nil {
 		return cfg, err
 	}
 	switch {

@@ -193,24 +193,17 @@ func execute(ctx context.Context, cfg Config, toolVersion string, links []linkst
 // record attaches the probes, connects and runs the transfer.
 func record(ctx context.Context, cfg Config, links []linkstats.Link, handles []*netlink.Handle,
 	d driver, w *trace.Writer, res *Result, log *slog.Logger) error {
-	samplers, probes, err := buildSamplers(cfg, links, handles, d.namespaces(), log)
+	samplers, probes := buildSamplers(cfg, links, handles, d.namespaces(), log)
 	defer func() {
 		if err := probes.Close(); err != nil {
 			log.Error("probes", "err", err)
 		}
 	}()
-	if err != nil {
-		return err
-	}
 	if nic := nicSampler(links, d.namespaces(), log); nic != nil {
 		defer nic.Close()
 		samplers = slices.Insert(samplers, 1, measure.Sampler(nic)) // beside the netlink rows it goes with
 	}
-	status, bpfMaps := offProbes(), []trace.BPFMap(nil)
-	if probes != nil {
-		status, bpfMaps = probes.status, probes.maps
-	}
-	if err := w.UpdateManifest(func(m *trace.Manifest) { m.Probes, m.Maps = status, bpfMaps }); err != nil {
+	if err := w.UpdateManifest(func(m *trace.Manifest) { m.Probes, m.Maps = probes.Status, probes.Maps }); err != nil {
 		return err
 	}
 	if err := d.connect(ctx); err != nil {
@@ -259,25 +252,26 @@ func transfer(ctx context.Context, cfg Config, d driver, w *trace.Writer, sample
 
 // buildSamplers returns the samplers in their required order: netlink
 // interface rows first (BPF counts are added to them), then the probes.
-func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, nss []tcpstats.Netns, log *slog.Logger) ([]measure.Sampler, *probeSet, error) {
+func buildSamplers(cfg Config, links []linkstats.Link, handles []*netlink.Handle, nss []tcpstats.Netns, log *slog.Logger) ([]measure.Sampler, *probeset.Running) {
 	samplers := []measure.Sampler{&measure.LinkSampler{Links: links, Handles: handles}}
 	if cfg.NoBPF {
-		return samplers, nil, nil
+		return samplers, probeset.Disabled("--no-bpf: probes off")
 	}
-	sc := scope{names: map[netdev.IfaceKey]string{}, netns: map[uint64]bool{}, nss: nss}
+	names, netns := map[netdev.IfaceKey]string{}, map[uint64]bool{}
 	for _, l := range links {
-		sc.names[netdev.IfaceKey{Netns: l.Netns, Ifindex: uint32(l.Index)}] = l.Name
-		sc.netns[l.Netns] = true
+		names[netdev.IfaceKey{Netns: l.Netns, Ifindex: uint32(l.Index)}] = l.Name
+		netns[l.Netns] = true
 	}
-	ps, err := loadProbesWith(sc, probeOptions{FlowEntries: cfg.FlowEntries, BPFStats: cfg.BPFStats, Probes: cfg.Probes}, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return append(samplers, ps.samplers...), ps, nil
-}
-
-func offProbes() []trace.Probe {
-	return probeset.Off("--no-bpf: probes off")
+	ps := probeset.Start(probeset.Options{Selected: cfg.Probes, Stats: cfg.BPFStats, Scope: probeset.Scope{
+		FlowEntries: cfg.FlowEntries,
+		Iface: func(ns uint64, ifindex uint32) (string, bool) {
+			n, ok := names[netdev.IfaceKey{Netns: ns, Ifindex: ifindex}]
+			return n, ok
+		},
+		InRun:      func(ns uint64) bool { return netns[ns] },
+		Namespaces: func() []tcpstats.Netns { return nss },
+	}}, log)
+	return append(samplers, ps.Samplers()...), ps
 }
 
 // describeBed returns both veth ends with netlink handles in their

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/measure/jsonstream"
 	"github.com/netprof/netprof/measure/metrics"
-	"github.com/netprof/netprof/measure/watch"
 	"github.com/netprof/netprof/traffic/blob"
 )
 
@@ -60,7 +60,7 @@ type Config struct {
 	// Host selects the interfaces whose netlink counters are recorded and
 	// whether the BPF probes run (they need root; without it the manifest
 	// says why they are off).
-	Host watch.HostConfig
+	Host host.Config
 	// Metrics, if set, receives every interval (--prometheus).
 	Metrics *metrics.Exporter
 	// Stream, if set, gets every interval as a JSON line (--json-stream).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/measure/watch"
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/blob/blobtest"
@@ -36,7 +36,7 @@ func TestRunPullRecordsHost(t *testing.T) {
 	cfg.URLs = []string{s.URL + "/cont/b"}
 	cfg.Blob.Concurrency, cfg.Blob.BlockSize = 4, 4<<20
 	cfg.Interval, cfg.Out = 100*time.Millisecond, filepath.Join(t.TempDir(), "run")
-	cfg.Host = watch.HostConfig{Select: ifaces.Selector{Names: []string{"lo"}}, FlowEntries: 4096}
+	cfg.Host = host.Config{Select: ifaces.Selector{Names: []string{"lo"}}, FlowEntries: 4096}
 	res, err := Run(context.Background(), cfg, "test", devEnv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestRunPullRecordsHost(t *testing.T) {
 		flowTable = flowTable || (m.Name == "np_nd_flows" && m.MaxEntries == 4096)
 	}
 	if !flowTable {
-		t.Errorf("manifest maps %+v: want np_nd_flows of 4096 entries (HostConfig.FlowEntries)", run.Manifest.Maps)
+		t.Errorf("manifest maps %+v: want np_nd_flows of 4096 entries (host.Config.FlowEntries)", run.Manifest.Maps)
 	}
 	rows, err := run.Ifaces()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/measure"
-	"github.com/netprof/netprof/measure/watch"
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/trace/upload"
 	"github.com/netprof/netprof/traffic/blob"
@@ -110,33 +110,33 @@ func prepare(ctx context.Context, c *blob.Client, cfg Config) (*blob.Transfer, *
 }
 
 // record runs x while recording it, with the host's interfaces and BPF
-// probes (see watch.Host). It returns a nil Result only when the run
+// probes (see measure/host). It returns a nil Result only when the run
 // directory could not be created or the interface selection failed.
 func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfer, redact func(string) string, log *slog.Logger) (*Result, error) {
 	dir := cfg.Out
 	if dir == "" {
 		dir = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
 	}
-	host, err := watch.OpenHost(cfg.Host, log)
+	h, err := host.Open(cfg.Host, log)
 	if err != nil {
-		if errors.Is(err, watch.ErrUsage) {
+		if errors.Is(err, host.ErrUsage) {
 			return nil, usageError{err}
 		}
 		return nil, fmt.Errorf("host interfaces: %w", err)
 	}
 	defer func() {
-		if cerr := host.Close(); cerr != nil {
+		if cerr := h.Close(); cerr != nil {
 			log.Error("host probes", "err", cerr)
 		}
 	}()
 	m := manifest(cfg, toolVersion, x)
-	m.Probes, m.Interfaces, m.Maps = host.Probes(), host.Interfaces(), host.Maps()
+	m.Probes, m.Interfaces, m.Maps = h.Probes(), h.Interfaces(), h.Maps()
 	w, err := trace.Create(dir, m)
 	if err != nil {
 		return nil, fmt.Errorf("create trace: %w", err)
 	}
 	res := &Result{Dir: dir}
-	err = transfer(ctx, cfg, w, x, host.Samplers(), log)
+	err = transfer(ctx, cfg, w, x, h.Samplers(), log)
 	res.Status = redact(measure.Status(ctx, err))
 	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
 		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))

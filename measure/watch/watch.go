@@ -17,45 +17,33 @@ import (
 	"time"
 
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/measure/jsonstream"
 	"github.com/netprof/netprof/measure/metrics"
-	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/ifaces"
-	"github.com/netprof/netprof/probes/linkstats"
-	"github.com/netprof/netprof/probes/nicstats"
 	"github.com/netprof/netprof/trace"
 )
 
 // ErrUsage is wrapped by Run's errors that are the user's to fix (an
 // interface or driver that matches nothing, a bad --link-speed).
-var ErrUsage = errors.New("usage")
+var ErrUsage = host.ErrUsage
 
 // Config is what `netprof watch` was asked to do.
 type Config struct {
+	// Host selects the namespace, its counted interfaces and the probes.
+	Host host.Config
 	// Stream, if set, gets every interval as a JSON line (--json-stream).
-	Stream     *jsonstream.Stream
-	Select     ifaces.Selector
-	LinkSpeeds map[string]int64 // --link-speed, see ifaces.ParseSpeedOverrides
-	Interval   time.Duration    // default 1 s
-	Duration   time.Duration    // 0: until ctx is cancelled (Ctrl-C)
-	Out        string           // run directory; "" records nothing
-	NoBPF      bool
-	// FlowEntries sizes the BPF flow table (0: netdev.DefaultFlowEntries);
-	// flows that find it full are counted as lost bytes, not dropped.
-	FlowEntries uint32
-	// Probes selects probe groups (probeset.Parse; nil: every group).
-	Probes   []string
-	TopFlows int // default 3
+	Stream   *jsonstream.Stream
+	Interval time.Duration // default 1 s
+	Duration time.Duration // 0: until ctx is cancelled (Ctrl-C)
+	Out      string        // run directory; "" records nothing
+	TopFlows int           // default 3
 	// Metrics, if set, receives every interval (see metrics.Exporter).
 	Metrics *metrics.Exporter
 	// W receives the live lines (default os.Stdout).
 	W           io.Writer
 	Argv        []string
 	ToolVersion string
-	// Netns runs a function inside the namespace to watch, with its inode
-	// (testbed.Host.Do / NetnsInode); nil watches the caller's namespace.
-	Netns      func(func() error) error
-	NetnsInode uint64
 	// OnInterval, if set, is called after each interval is printed.
 	OnInterval func(Summary)
 }
@@ -88,38 +76,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	if cfg.W == nil {
 		cfg.W = os.Stdout
 	}
-	ns, err := linkstats.OpenNS(cfg.Netns, cfg.NetnsInode)
+	h, err := host.Open(cfg.Host, log)
 	if err != nil {
 		return nil, err
-	}
-	defer ns.Close()
-	tr, sel, err := selectIfaces(ns, cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Counted: sel.Counted()}
-	ps := &probes{status: probeset.Off("--no-bpf: probes off")}
-	if !cfg.NoBPF {
-		ps = loadProbes(tr, cfg.Netns, cfg.FlowEntries, cfg.Probes, log)
 	}
 	defer func() {
-		if err := ps.Close(); err != nil {
+		if err := h.Close(); err != nil {
 			log.Error("probes", "err", err)
 		}
 	}()
-	res.Probes = ps.status
-	printHeader(cfg.W, sel, ps)
-	samplers := ps.samplers(tr)
-	if nic := nicSampler(ns.Netns, cfg.Netns, sel, log); nic != nil {
-		defer nic.Close()
-		samplers = append(samplers, nic)
-	}
-	rec := &measure.Recorder{Samplers: samplers, Period: cfg.Interval, Log: log}
+	tr := h.Tracker()
+	res := &Result{Counted: h.Selection().Counted(), Probes: h.Probes()}
+	printHeader(cfg.W, h.Selection(), h.Probes())
+	rec := &measure.Recorder{Samplers: h.Samplers(), Period: cfg.Interval, Log: log}
 	var w *trace.Writer
 	if cfg.Out != "" {
-		m := manifest(cfg, ns.Netns, sel, ps.status)
-		m.Maps = ps.maps
-		if w, err = trace.Create(cfg.Out, m); err != nil {
+		if w, err = trace.Create(cfg.Out, manifest(cfg, h)); err != nil {
 			return nil, fmt.Errorf("create trace: %w", err)
 		}
 		res.Dir, rec.Writer = cfg.Out, w
@@ -133,7 +105,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	seenNotes := 0
 	rec.OnInterval = func(end time.Time, iv *trace.Interval) {
 		res.Intervals++
-		s := summarise(end, iv, tr, ps.has("softirq"), cfg.TopFlows)
+		s := summarise(end, iv, tr, h.HasProbe("softirq"), cfg.TopFlows)
 		if n := tr.Notes(); len(n) > seenNotes {
 			s.Notes, seenNotes = n[seenNotes:], len(n)
 		}
@@ -170,37 +142,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	return res, runErr
 }
 
-// selectIfaces discovers, plans and selects, then builds the tracker.
-func selectIfaces(ns *linkstats.NS, cfg Config, log *slog.Logger) (*ifaces.Tracker, ifaces.Selection, error) {
-	links, err := linkstats.Discover(ns)
-	if err != nil {
-		return nil, ifaces.Selection{}, err
-	}
-	named := map[string]int64{}
-	for k, v := range cfg.LinkSpeeds {
-		if k != "" {
-			named[k] = v
-		}
-	}
-	if err := ifaces.ApplySpeeds(links, named); err != nil {
-		return nil, ifaces.Selection{}, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	sel, err := ifaces.Select(ns.Handle, links, ifaces.Plan(links), cfg.Select)
-	if err != nil {
-		return nil, sel, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	if v, ok := cfg.LinkSpeeds[""]; ok {
-		for gi := range sel.Groups {
-			for ci := range sel.Groups[gi].Counted {
-				mbps := v
-				sel.Groups[gi].Counted[ci].SpeedMbps, sel.Groups[gi].Counted[ci].SpeedNote = &mbps, "--link-speed"
-			}
-		}
-	}
-	return ifaces.NewTracker(ns, sel, cfg.LinkSpeeds, log), sel, nil
-}
-
-func printHeader(w io.Writer, sel ifaces.Selection, ps *probes) {
+func printHeader(w io.Writer, sel ifaces.Selection, probes []trace.Probe) {
 	for _, why := range sel.Why {
 		fmt.Fprintf(w, "selected %s\n", why)
 	}
@@ -215,51 +157,24 @@ func printHeader(w io.Writer, sel ifaces.Selection, ps *probes) {
 		}
 	}
 	attached := 0
-	for _, p := range ps.status {
+	for _, p := range probes {
 		if p.Attached {
 			attached++
 		}
 	}
 	if attached == 0 {
-		fmt.Fprintf(w, "bpf probes off (%s): no flows or RTT; softirq from /proc/stat\n", ps.status[0].Reason)
+		fmt.Fprintf(w, "bpf probes off (%s): no flows or RTT; softirq from /proc/stat\n", probes[0].Reason)
 	}
 	fmt.Fprintln(w, "rates: decimal Gbit/s (10^9 bit/s), netlink counters (L2, headers included) over the measured interval; Ctrl-C stops")
 }
 
-func manifest(cfg Config, netns uint64, sel ifaces.Selection, probes []trace.Probe) trace.Manifest {
+// manifest describes a watch run: the command's settings, the host's
+// interfaces, probes and maps.
+func manifest(cfg Config, h *host.Host) trace.Manifest {
+	hc := cfg.Host
 	m := measure.NewManifest(cfg.ToolVersion, cfg.Argv, cfg.Interval, map[string]any{"command": "watch", "interval_ns": cfg.Interval.Nanoseconds(),
-		"duration_ns": cfg.Duration.Nanoseconds(), "iface": cfg.Select.Names, "driver": cfg.Select.Drivers,
-		"no_bpf": cfg.NoBPF, "netns": netns, "flow_entries": flowEntries(cfg.FlowEntries)})
-	m.Probes = probes
-	for _, g := range sel.Groups {
-		for _, l := range g.Members {
-			role := "counted (" + string(g.Shape) + ")"
-			if !g.Counts(l.Index) {
-				role = "not counted: mirrored by " + g.Counted[0].Name
-			}
-			m.Interfaces = append(m.Interfaces, measure.Interface(l, role, cfg.Netns))
-		}
-	}
+		"duration_ns": cfg.Duration.Nanoseconds(), "iface": hc.Select.Names, "driver": hc.Select.Drivers,
+		"no_bpf": hc.NoBPF, "netns": h.Netns(), "flow_entries": hc.FlowTable()})
+	m.Probes, m.Interfaces, m.Maps = h.Probes(), h.Interfaces(), h.Maps()
 	return m
-}
-
-// nicSampler returns the sampler of the counted interfaces' driver
-// statistics (the nics table, ethtool -S), nil (logged) when no ethtool
-// socket could be opened; the caller closes it. It reads by name: an
-// interface removed or renamed during the run has no more rows (logged
-// once).
-func nicSampler(netns uint64, do func(func() error) error, sel ifaces.Selection, log *slog.Logger) *nicstats.Sampler {
-	var links []nicstats.Link
-	for _, c := range sel.Counted() {
-		links = append(links, nicstats.Link{Netns: netns, Do: do, Ifname: c.Name})
-	}
-	if len(links) == 0 {
-		return nil
-	}
-	s, err := nicstats.New(links)
-	if err != nil {
-		log.Warn("no driver statistics (nics table)", "err", err)
-		return nil
-	}
-	return s
 }

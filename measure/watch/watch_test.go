@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/netprof/netprof/internal/leakcheck"
+	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/measure/metrics"
 	"github.com/netprof/netprof/measure/probeset"
 	"github.com/netprof/netprof/probes/ifaces"
@@ -58,7 +59,7 @@ func send(ctx context.Context, from, to *testbed.Host, d time.Duration) (uint64,
 // result once it is done.
 func watchB(t *testing.T, bed *testbed.Bed, cfg Config) (wait func() *Result) {
 	t.Helper()
-	cfg.Netns, cfg.NetnsInode = bed.B().Do, bed.B().NetnsInode()
+	cfg.Host.Netns, cfg.Host.NetnsInode = bed.B().Do, bed.B().NetnsInode()
 	if cfg.W == nil {
 		cfg.W = &syncWriter{w: &strings.Builder{}}
 	}
@@ -122,7 +123,7 @@ func TestWatchRenamePrometheusTrace(t *testing.T) {
 	var sums []Summary
 	first := make(chan struct{})
 	wait := watchB(t, bed, Config{
-		Select: ifaces.Selector{Names: []string{oldName}}, Interval: 250 * time.Millisecond,
+		Host: host.Config{Select: ifaces.Selector{Names: []string{oldName}}}, Interval: 250 * time.Millisecond,
 		Duration: 3500 * time.Millisecond, Out: dir, Metrics: exp,
 		OnInterval: func(s Summary) {
 			mu.Lock()
@@ -234,8 +235,8 @@ func TestWatchSpeedUnknownNoUtilAbove100(t *testing.T) {
 		first := make(chan struct{})
 		var once sync.Once
 		wait := watchB(t, bed, Config{
-			Select: ifaces.Selector{Names: []string{bed.B().Link}}, LinkSpeeds: c.speeds,
-			Interval: 250 * time.Millisecond, Duration: 1500 * time.Millisecond, NoBPF: true,
+			Host:     host.Config{Select: ifaces.Selector{Names: []string{bed.B().Link}}, LinkSpeeds: c.speeds, NoBPF: true},
+			Interval: 250 * time.Millisecond, Duration: 1500 * time.Millisecond,
 			OnInterval: func(s Summary) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -273,8 +274,8 @@ func TestWatchSpeedUnknownNoUtilAbove100(t *testing.T) {
 func TestWatchDurationLines(t *testing.T) {
 	bed := testbedtest.New(t, testbed.Options{})
 	var b strings.Builder
-	res, err := Run(context.Background(), Config{Select: ifaces.Selector{Names: []string{bed.B().Link}},
-		Netns: bed.B().Do, NetnsInode: bed.B().NetnsInode(), W: &b, NoBPF: true,
+	res, err := Run(context.Background(), Config{Host: host.Config{Select: ifaces.Selector{Names: []string{bed.B().Link}},
+		Netns: bed.B().Do, NetnsInode: bed.B().NetnsInode(), NoBPF: true}, W: &b,
 		Interval: 250 * time.Millisecond, Duration: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -288,8 +289,8 @@ func TestWatchDurationLines(t *testing.T) {
 // A name that matches nothing is a usage error listing what exists.
 func TestWatchNoSuchInterface(t *testing.T) {
 	bed := testbedtest.New(t, testbed.Options{})
-	_, err := Run(context.Background(), Config{Select: ifaces.Selector{Names: []string{"nosuch0"}},
-		Netns: bed.B().Do, NetnsInode: bed.B().NetnsInode(), W: io.Discard, Duration: time.Second}, nil)
+	_, err := Run(context.Background(), Config{Host: host.Config{Select: ifaces.Selector{Names: []string{"nosuch0"}},
+		Netns: bed.B().Do, NetnsInode: bed.B().NetnsInode()}, W: io.Discard, Duration: time.Second}, nil)
 	if !errors.Is(err, ErrUsage) || !errors.Is(err, ifaces.ErrNoMatch) {
 		t.Fatalf("err %v: want ErrUsage and ifaces.ErrNoMatch", err)
 	}
@@ -313,8 +314,8 @@ func TestWatchDefaultProbes(t *testing.T) {
 	first := make(chan struct{})
 	dir := filepath.Join(t.TempDir(), "run")
 	wait := watchB(t, bed, Config{
-		Select: ifaces.Selector{Names: []string{bed.B().Link}}, Interval: 250 * time.Millisecond,
-		Duration: 2500 * time.Millisecond, Out: dir, Probes: probeset.Default,
+		Host:     host.Config{Select: ifaces.Selector{Names: []string{bed.B().Link}}, Probes: probeset.Default},
+		Interval: 250 * time.Millisecond, Duration: 2500 * time.Millisecond, Out: dir,
 		OnInterval: func(s Summary) {
 			mu.Lock()
 			defer mu.Unlock()

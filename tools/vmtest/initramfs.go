@@ -18,7 +18,7 @@ import (
 // /usr/bin with their libraries. optionalTools are copied when the host has
 // them (iperf3 is only for tools/perfcmp).
 var (
-	guestTools    = []string{"ip", "tc", "ss", "nstat"}
+	guestTools    = []string{"ip", "tc", "ss", "nstat", "bpftool"}
 	optionalTools = []string{"iperf3"}
 )
 
@@ -174,7 +174,7 @@ func stageTools(log *slog.Logger, s stager) error {
 				log.Warn("host tool not found, guest will not have it", "tool", name)
 				continue
 			}
-			return fmt.Errorf("host tool %s (the tests run it in the guest; iproute2 provides ip, tc, ss, nstat): %w", name, err)
+			return fmt.Errorf("host tool %s (the tests run it in the guest; iproute2 provides ip, tc, ss, nstat; bpftool is Debian's bpftool package): %w", name, err)
 		}
 		if err := s.copyExecutable(p, "/usr/bin/"+name); err != nil {
 			return err
