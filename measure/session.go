@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/netprof/netprof/trace"
@@ -54,4 +55,33 @@ func Status(ctx context.Context, err error) string {
 		return "failed: " + err.Error()
 	}
 	return trace.StatusOK
+}
+
+// DefaultDir is the run directory a command writes when not given one:
+// runs/<UTC time of now, to the second> under the working directory.
+func DefaultDir(now time.Time) string {
+	return filepath.Join("runs", now.UTC().Format("20060102T150405Z"))
+}
+
+// Trace writes one run directory the way every command does: it creates
+// dir with manifest m, runs body with the trace's writer, then closes the
+// trace whatever body returned (a failure, Ctrl-C) with the status Status
+// gives for ctx and body's error, passed through redact when set (blob's
+// URLs), so every completed interval stays readable. It returns that
+// status and body's error joined with the close's. When the trace cannot
+// be created body does not run and the status is "".
+func Trace(ctx context.Context, dir string, m trace.Manifest, redact func(string) string, body func(*trace.Writer) error) (string, error) {
+	w, err := trace.Create(dir, m)
+	if err != nil {
+		return "", fmt.Errorf("create trace: %w", err)
+	}
+	err = body(w)
+	status := Status(ctx, err)
+	if redact != nil {
+		status = redact(status)
+	}
+	if cerr := w.Close(time.Now().UTC(), status); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close trace: %w", cerr))
+	}
+	return status, err
 }

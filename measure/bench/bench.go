@@ -2,13 +2,11 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -160,21 +158,19 @@ func execute(ctx context.Context, cfg Config, toolVersion string, links []linkst
 	d driver, extra map[string]any, log *slog.Logger) (*Result, error) {
 	dir := cfg.Out
 	if dir == "" {
-		dir = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
+		dir = measure.DefaultDir(time.Now())
 	}
 	m := manifest(cfg, toolVersion, links, d.namespaces())
 	maps.Copy(m.Config, extra)
-	w, err := trace.Create(dir, m)
-	if err != nil {
-		return nil, fmt.Errorf("create trace: %w", err)
-	}
 	res := &Result{Dir: dir, Summary: newSummary(cfg)}
-	err = record(ctx, cfg, links, handles, d, w, res, log)
-	d.beforeClose(w)
-	res.Status = measure.Status(ctx, err)
-	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
-		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))
+	status, err := measure.Trace(ctx, dir, m, nil, func(w *trace.Writer) error {
+		defer d.beforeClose(w)
+		return record(ctx, cfg, links, handles, d, w, res, log)
+	})
+	if status == "" { // no trace
+		return nil, err
 	}
+	res.Status = status
 	// A failed run's partial trace is analysed too (the report says its
 	// status); the run's error comes first.
 	run, aerr := trace.Open(dir)

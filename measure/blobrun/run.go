@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/netprof/netprof/measure"
@@ -115,7 +114,7 @@ func prepare(ctx context.Context, c *blob.Client, cfg Config) (*blob.Transfer, *
 func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfer, redact func(string) string, log *slog.Logger) (*Result, error) {
 	dir := cfg.Out
 	if dir == "" {
-		dir = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
+		dir = measure.DefaultDir(time.Now())
 	}
 	h, err := host.Open(cfg.Host, log)
 	if err != nil {
@@ -131,16 +130,13 @@ func record(ctx context.Context, cfg Config, toolVersion string, x *blob.Transfe
 	}()
 	m := manifest(cfg, toolVersion, x)
 	m.Probes, m.Interfaces, m.Maps = h.Probes(), h.Interfaces(), h.Maps()
-	w, err := trace.Create(dir, m)
-	if err != nil {
-		return nil, fmt.Errorf("create trace: %w", err)
+	status, err := measure.Trace(ctx, dir, m, redact, func(w *trace.Writer) error {
+		return transfer(ctx, cfg, w, x, h.Samplers(), log)
+	})
+	if status == "" { // no trace
+		return nil, err
 	}
-	res := &Result{Dir: dir}
-	err = transfer(ctx, cfg, w, x, h.Samplers(), log)
-	res.Status = redact(measure.Status(ctx, err))
-	if cerr := w.Close(time.Now().UTC(), res.Status); cerr != nil {
-		return res, errors.Join(err, fmt.Errorf("close trace: %w", cerr))
-	}
+	res := &Result{Dir: dir, Status: status}
 	var serr error
 	res.Summary, serr = summarize(dir, x)
 	if serr != nil {

@@ -9,7 +9,6 @@ package watch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -89,13 +88,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	res := &Result{Counted: h.Selection().Counted(), Probes: h.Probes()}
 	printHeader(cfg.W, h.Selection(), h.Probes())
 	rec := &measure.Recorder{Samplers: h.Samplers(), Period: cfg.Interval, Log: log}
-	var w *trace.Writer
-	if cfg.Out != "" {
-		if w, err = trace.Create(cfg.Out, manifest(cfg, h)); err != nil {
-			return nil, fmt.Errorf("create trace: %w", err)
-		}
-		res.Dir, rec.Writer = cfg.Out, w
-	}
 	runCtx, cancel := context.WithCancel(ctx)
 	if cfg.Duration > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
@@ -131,15 +123,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 			cfg.OnInterval(s)
 		}
 	}
-	runErr := rec.Run(runCtx)
-	res.Notes = tr.Notes()
-	res.Status = measure.Status(ctx, runErr)
-	if w != nil {
-		if err := w.Close(time.Now().UTC(), res.Status); err != nil {
-			return res, errors.Join(runErr, fmt.Errorf("close trace: %w", err))
-		}
+	run := func(w *trace.Writer) error {
+		rec.Writer = w
+		err := rec.Run(runCtx)
+		res.Notes = tr.Notes()
+		return err
 	}
-	return res, runErr
+	if cfg.Out == "" {
+		err = run(nil)
+		res.Status = measure.Status(ctx, err)
+		return res, err
+	}
+	res.Status, err = measure.Trace(ctx, cfg.Out, manifest(cfg, h), nil, run)
+	if res.Status == "" { // no trace
+		return nil, err
+	}
+	res.Dir = cfg.Out
+	return res, err
 }
 
 func printHeader(w io.Writer, sel ifaces.Selection, probes []trace.Probe) {
