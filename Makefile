@@ -24,7 +24,7 @@ test: ## run every test; kernel tests need root (NETPROF_REQUIRE_KERNEL_TESTS=1 
 # tools/vmtest; one boot per kernel runs every package's tests), and "host",
 # this machine's kernel natively. KERNELS="6.1" runs a part of it.
 KERNELS          ?= 6.1 6.12 host
-KERNEL_TEST_PKGS := ./loader ./probes/bpfmap ./probes/netdev ./probes/queues ./probes/softirq ./probes/tcpstats ./probes/softnet ./probes/sockstate ./probes/drops ./probes/ifaces ./traffic/testbed ./traffic/testbed/bedload ./measure/probeset ./measure/host ./measure/bench
+KERNEL_TEST_PKGS := ./loader ./probes/bpfmap ./probes/netdev ./internal/queues ./probes/softirq ./probes/tcpstats ./internal/softnet ./probes/sockstate ./probes/drops ./measure/ifaces ./traffic/testbed ./traffic/testbed/bedload ./measure/probeset ./measure/host ./measure/bench
 # bench's kernel tests: the accuracy tests, not the CLI and report ones.
 KERNEL_BENCH_RUN := ^Test(Counting|RetransmitsMatchKernel|ProbeRTT|Bench)
 # Tests whose timing a TCG guest (about 10x slower than the host) cannot

@@ -3,7 +3,7 @@ package measure
 import (
 	"github.com/vishvananda/netlink"
 
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/trace"
 )
 
@@ -11,7 +11,7 @@ import (
 // interval, from netlink stats64 (the delta over the interval): the
 // interfaces a run chose at its start, in any namespaces (bench's test
 // bed ends, or this host's and a peer path's). Handles[i] is a netlink
-// handle in Links[i]'s namespace. (probes/ifaces.LinkSampler follows a
+// handle in Links[i]'s namespace. (measure/ifaces.LinkSampler follows a
 // namespace's interfaces as they come, go and get renamed instead.)
 type LinkSampler struct {
 	Links   []linkstats.Link

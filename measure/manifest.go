@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netprof/netprof/internal/cpustat"
-	"github.com/netprof/netprof/probes/linkstats"
-	"github.com/netprof/netprof/probes/queues"
+	"github.com/netprof/netprof/internal/linkstats"
+	"github.com/netprof/netprof/internal/queues"
 	"github.com/netprof/netprof/trace"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 )
 
 func readTrim(t *testing.T, p string) string {

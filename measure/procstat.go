@@ -2,7 +2,7 @@ package measure
 
 import (
 	"github.com/netprof/netprof/internal/cpustat"
-	"github.com/netprof/netprof/probes/softnet"
+	"github.com/netprof/netprof/internal/softnet"
 	"github.com/netprof/netprof/trace"
 )
 

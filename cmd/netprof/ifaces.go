@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/netprof/netprof/probes/ifaces"
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
+	"github.com/netprof/netprof/measure/ifaces"
 )
 
 // selectFlags are the interface-selection flags shared by ifaces and watch.

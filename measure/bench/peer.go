@@ -12,8 +12,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/loader"
-	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/control"
 )

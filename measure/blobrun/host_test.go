@@ -10,7 +10,7 @@ import (
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/measure/host"
-	"github.com/netprof/netprof/probes/ifaces"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/blob/blobtest"
 )

@@ -1,6 +1,6 @@
 // Package host records the host side of a run in one network namespace:
 // the counted interfaces (netlink rows under the counting rule of
-// probes/ifaces, following renames and new members), the BPF probes of
+// measure/ifaces, following renames and new members), the BPF probes of
 // measure/probeset over them, the drivers' statistics (ethtool -S) and
 // /proc (measure.ProcSampler). `netprof watch` is this alone; blob runs add
 // their transfer's rows to it.
@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/netprof/netprof/internal/linkstats"
+	"github.com/netprof/netprof/internal/nicstats"
 	"github.com/netprof/netprof/loader"
 	"github.com/netprof/netprof/measure"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/measure/probeset"
-	"github.com/netprof/netprof/probes/ifaces"
-	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/probes/netdev"
-	"github.com/netprof/netprof/probes/nicstats"
 	"github.com/netprof/netprof/probes/tcpstats"
 	"github.com/netprof/netprof/trace"
 )

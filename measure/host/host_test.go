@@ -8,8 +8,8 @@ import (
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/loader"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/measure/probeset"
-	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )

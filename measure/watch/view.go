@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netprof/netprof/probes/ifaces"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/trace"
 )
 

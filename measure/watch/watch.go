@@ -1,7 +1,7 @@
 // Package watch is `netprof watch`: a per-interval live view of the host's
 // network without a traffic generator. Each interval it prints the decimal
 // Gbit/s received and sent on each counted interface (netlink delta over
-// the measured interval, after the counting rule of probes/ifaces), the
+// the measured interval, after the counting rule of measure/ifaces), the
 // busiest CPU's NET_RX softirq share, the top flows by bytes and the TCP
 // RTT median; optionally it records the same into a run directory and
 // serves it as Prometheus metrics.
@@ -17,9 +17,9 @@ import (
 
 	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/measure/host"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/measure/jsonstream"
 	"github.com/netprof/netprof/measure/metrics"
-	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/trace"
 )
 

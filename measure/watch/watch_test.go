@@ -20,9 +20,9 @@ import (
 
 	"github.com/netprof/netprof/internal/leakcheck"
 	"github.com/netprof/netprof/measure/host"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/measure/metrics"
 	"github.com/netprof/netprof/measure/probeset"
-	"github.com/netprof/netprof/probes/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"

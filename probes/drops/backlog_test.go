@@ -11,8 +11,8 @@ import (
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
 
+	"github.com/netprof/netprof/internal/softnet"
 	"github.com/netprof/netprof/probes/drops"
-	"github.com/netprof/netprof/probes/softnet"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"

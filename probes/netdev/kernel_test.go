@@ -10,7 +10,7 @@ import (
 
 	"github.com/netprof/netprof/bpf"
 	"github.com/netprof/netprof/internal/kerneltest"
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/traffic/testbed"
 	"github.com/netprof/netprof/traffic/testbed/testbedtest"
 )

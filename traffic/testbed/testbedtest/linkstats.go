@@ -3,7 +3,7 @@ package testbedtest
 import (
 	"testing"
 
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/traffic/testbed"
 )
 

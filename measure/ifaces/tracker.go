@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"sort"
 
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 )
 
 // Tracker follows selected groups through a run by ifindex: an interface

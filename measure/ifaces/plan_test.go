@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/internal/units"
-	"github.com/netprof/netprof/probes/linkstats"
 	"github.com/netprof/netprof/trace"
 )
 

@@ -42,7 +42,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 )
 
 // Shape names a kind of group.

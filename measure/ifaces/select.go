@@ -10,8 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/internal/units"
-	"github.com/netprof/netprof/probes/linkstats"
 )
 
 // Auto is the interface name that selects the interface(s) of the default

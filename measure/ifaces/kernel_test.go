@@ -9,9 +9,9 @@ import (
 
 	"github.com/netprof/netprof/internal/kerneltest"
 	"github.com/netprof/netprof/internal/leakcheck"
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/measure"
-	"github.com/netprof/netprof/probes/ifaces"
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/measure/ifaces"
 	"github.com/netprof/netprof/probes/netdev"
 	"github.com/netprof/netprof/trace"
 	"github.com/netprof/netprof/traffic"

@@ -1,7 +1,7 @@
 package ifaces
 
 import (
-	"github.com/netprof/netprof/probes/linkstats"
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/trace"
 )
 
