@@ -17,8 +17,16 @@ type BDP struct {
 	// MinRTTUs is the lowest RTT of the sending flows (all flows when none
 	// sends), µs: rtt_min_us or the kernel's min_rtt_us.
 	MinRTTUs uint32
-	// Bytes is RateBps / 8 × MinRTT: the bytes in flight the run needed.
+	// Bytes is RateBps / 8 × MinRTT: what the path holds at this rate
+	// without queueing (min RTT is the floor, not srtt).
 	Bytes float64
+	// InFlightBytes is what the sending flows actually kept in flight:
+	// their steady-state windows (windowOf: snd_cwnd × mss, or the socket
+	// buffer when smaller) summed over InFlightFlows flows; 0 when no
+	// sending flow has a window. Beyond Bytes it waited in queues (socket
+	// buffers, qdisc, backlog), which is why srtt exceeds min RTT.
+	InFlightBytes float64
+	InFlightFlows int
 	// TargetBps is the rate aimed at (TargetSource: "--target" or the
 	// rated link speed); TargetBytes its BDP at MinRTT.
 	TargetBps    float64
@@ -86,12 +94,20 @@ func (b *builder) bdp() {
 			"summary.socket_options.ends): the window figures use what it gave", fmtSize(int64(d.SocketWindow)), fmtSize(int64(g))))
 		d.SocketWindow, d.SocketWindowGranted = g, true
 	}
+	for _, f := range send {
+		if w, _ := d.windowOf(f); w > 0 {
+			d.InFlightBytes += w
+			d.InFlightFlows++
+		}
+	}
 	if m, ok := d.medianFlow(send); ok {
 		d.PerStreamFlow = m.Src + " -> " + m.Dst
 		d.PerStreamWindow, d.PerStreamBps = d.windowOf(m)
 		d.SrttUs = m.SteadySrttUs
 	}
 	switch {
+	case d.TargetBps == 0 && r.RatedBps > 0:
+		d.Missing = "no target: the rated speed (" + r.RatedSource + ") is below the measured rate; give --target"
 	case d.TargetBps == 0:
 		d.Missing = "no target: give --target or --link-speed (or a rated speed in the manifest)"
 	case d.PerStreamBps == 0:

@@ -214,11 +214,15 @@ type JSONFlow struct {
 
 // JSONBDP is BDP with units in keys.
 type JSONBDP struct {
-	RateGbps    float64  `json:"steady_state_gbit_per_s"`
-	MinRTTUs    uint32   `json:"min_rtt_us"`
-	Bytes       float64  `json:"bdp_bytes"`
-	TargetGbps  *float64 `json:"target_gbit_per_s"`
-	TargetBytes *float64 `json:"target_bdp_bytes"`
+	RateGbps float64 `json:"steady_state_gbit_per_s"`
+	MinRTTUs uint32  `json:"min_rtt_us"`
+	Bytes    float64 `json:"bdp_bytes"`
+	// InFlightBytes is the sending flows' steady-state windows summed
+	// (BDP.InFlightBytes); null when none has a window.
+	InFlightBytes *float64 `json:"in_flight_bytes"`
+	InFlightFlows int      `json:"in_flight_flows"`
+	TargetGbps    *float64 `json:"target_gbit_per_s"`
+	TargetBytes   *float64 `json:"target_bdp_bytes"`
 	// PerStream* are the median sending flow's own steady-state figures
 	// (BDP.PerStreamFlow): window_bytes x 8 / srtt_us = the rate.
 	PerStreamFlow   string   `json:"per_stream_flow,omitempty"`

@@ -170,7 +170,8 @@ func jsonBDP(d BDP) JSONBDP {
 	out := JSONBDP{RateGbps: d.RateBps / 1e9, MinRTTUs: d.MinRTTUs, Bytes: d.Bytes,
 		TargetGbps: optF(d.TargetBps/1e9, true), TargetBytes: optF(d.TargetBytes, true),
 		PerStreamFlow: d.PerStreamFlow, PerStreamGbps: optF(d.PerStreamBps/1e9, true), PerStreamWindow: optF(d.PerStreamWindow, true),
-		PerStreamSrttUs: optF(d.SrttUs, true), Missing: d.Missing}
+		PerStreamSrttUs: optF(d.SrttUs, true), Missing: d.Missing,
+		InFlightBytes: optF(d.InFlightBytes, true), InFlightFlows: d.InFlightFlows}
 	if d.Streams > 0 {
 		s := d.Streams
 		out.Streams = &s

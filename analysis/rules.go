@@ -451,8 +451,27 @@ func bdpEvidence(r *Report) []string {
 	if d.MinRTTUs == 0 {
 		return []string{"BDP: no RTT samples"}
 	}
-	out := []string{fmt.Sprintf("BDP = steady state %s x min RTT %s = %s in flight", fmtRate(u, d.RateBps),
-		fmtUs(float64(d.MinRTTUs)), u.FormatBytes(d.Bytes))}
+	out := []string{fmt.Sprintf("BDP = steady state %s x min RTT %s = %s: what the path holds without queueing",
+		fmtRate(u, d.RateBps), fmtUs(float64(d.MinRTTUs)), u.FormatBytes(d.Bytes))}
+	if d.InFlightBytes > 0 {
+		flows := "1 sending flow"
+		if d.InFlightFlows != 1 {
+			flows = fmt.Sprintf("%d sending flows", d.InFlightFlows)
+		}
+		line := fmt.Sprintf("in flight: %s kept %s (steady-state windows, summed)", flows, u.FormatBytes(d.InFlightBytes))
+		if d.Bytes > 0 && d.InFlightBytes > 2*d.Bytes {
+			x := d.InFlightBytes / d.Bytes
+			prec := 0
+			if x < 10 {
+				prec = 1
+			}
+			line += fmt.Sprintf(", %.*fx the BDP: the rest was queued (qdisc, backlog, receive buffers) or awaiting ACKs", prec, x)
+			if d.SrttUs > 0 {
+				line += fmt.Sprintf(", hence srtt %s (median flow) over min RTT %s", fmtUs(d.SrttUs), fmtUs(float64(d.MinRTTUs)))
+			}
+		}
+		out = append(out, line)
+	}
 	if d.Streams > 0 {
 		out = append(out, fmt.Sprintf("target %s (%s) needs %s in flight: %s at %s each",
 			fmtRate(u, d.TargetBps), d.TargetSource, u.FormatBytes(d.TargetBytes), streamsText(d.Streams), fmtRate(u, d.PerStreamBps)))

@@ -200,7 +200,7 @@ func (r *Report) writeFlows(p *printer) {
 // writeBDP writes the bandwidth-delay product and streams needed.
 func (r *Report) writeBDP(p *printer) {
 	p.line("")
-	p.line("bandwidth-delay product (steady state x min RTT of the sending flows)")
+	p.line("bandwidth-delay product (steady state x min RTT of the sending flows) and what was in flight")
 	if r.BDP.MinRTTUs == 0 || r.BDP.RateBps == 0 {
 		p.line("  %s", na("needs a steady state and RTT samples"))
 		return

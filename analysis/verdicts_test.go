@@ -113,7 +113,33 @@ func TestRuleWindow(t *testing.T) {
 	// BDP = 4 Gbit/s (steady, receiver payload) × 20 ms = 10 MB.
 	checkF(t, "BDP bytes", r.BDP.Bytes, 4e9/8*0.020)
 	s.WindowRatio = 0.3
-	wantVerdict(t, scen(t, s, Options{}), RuleWindow, NotFired, "below their window")
+	r = scen(t, s, Options{})
+	wantVerdict(t, r, RuleWindow, NotFired, "below their window")
+	// In flight: the sending flows' steady windows summed (here ~3.4x the
+	// BDP: windows allow 3.3x the rate at srtt 20.6 ms vs min RTT 20 ms).
+	var sum float64
+	var n int
+	for _, f := range sendingFlows(r.Flows) {
+		sum += f.WindowBytes
+		n++
+	}
+	checkF(t, "in flight", r.BDP.InFlightBytes, sum)
+	if r.BDP.InFlightFlows != n || n != 4 {
+		t.Errorf("in-flight flows %d, want the %d sending flows (4)", r.BDP.InFlightFlows, n)
+	}
+	ev := strings.Join(bdpEvidence(r), "\n")
+	for _, want := range []string{"what the path holds without queueing", "in flight: 4 sending flows kept " + r.Units.FormatBytes(sum),
+		"3.4x the BDP", "or awaiting ACKs", "hence srtt 20.60 ms (median flow) over min RTT 20.00 ms"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("BDP evidence %q: want %q", ev, want)
+		}
+	}
+	// A rated speed below the measured rate is no target, and the reason
+	// says so rather than asking for the --link-speed that was given.
+	s.RatedMbps = 1_000
+	if r := scen(t, s, Options{}); r.BDP.Streams != 0 || !strings.Contains(r.BDP.Missing, "is below the measured rate; give --target") {
+		t.Errorf("rated 1 Gbit/s under a 4 Gbit/s run: streams %d, missing %q", r.BDP.Streams, r.BDP.Missing)
+	}
 }
 
 // A stream capped by its socket buffer (bench --window) under BBR: snd_cwnd
@@ -137,6 +163,13 @@ func TestRuleWindowSocketBuffer(t *testing.T) {
 	wantVerdict(t, r, RuleWindow, Fired, "2 of 2 sending flows", "window 256 KiB (the socket buffer (--window), smaller than its snd_cwnd x mss)", "6 streams")
 	wantVerdict(t, r, RuleSender, NotFired, "fill their window")
 	checkF(t, "per-stream window", r.BDP.PerStreamWindow, 256<<10)
+	// In flight: each flow's window is the 256 KiB buffer; 512 KiB is
+	// (524.29 KB, decimal) below twice the BDP (570 KB), so nothing is
+	// said to be queued.
+	checkF(t, "in flight", r.BDP.InFlightBytes, 2*256<<10)
+	if ev := strings.Join(bdpEvidence(r), "\n"); !strings.Contains(ev, "in flight: 2 sending flows kept 524.29 KB") || strings.Contains(ev, "queued") {
+		t.Errorf("BDP evidence %q: want 2 flows, 512 KiB, nothing queued", ev)
+	}
 	// Without the buffer, or with one larger than snd_cwnd x mss, only
 	// the congestion window counts: not window-limited.
 	wantVerdict(t, scen(t, s, Options{}), RuleWindow, NotFired, "below their window")
