@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -126,11 +127,19 @@ func (a *flowAcc) finish(b *builder) {
 	for i := range a.flows {
 		f := &a.flows[i]
 		s := f.summary(b.traffic.endpoints)
-		r.Flows = append(r.Flows, s)
 		all.merge(&f.rtt)
-		if isPeer(s.Peer) && isPeer(f.src) { // a multicast packet received: local end ff02::…
-			peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
+		if !isPeer(s.Peer) || !isPeer(f.src) { // a multicast packet sent or received (local end ff02::…)
+			r.ControlFlows++
+			r.ControlBytes += s.TxBytes + s.RxBytes
+			continue
 		}
+		r.Flows = append(r.Flows, s)
+		peers[s.Peer] = peers[s.Peer].add(s, &f.rtt)
+	}
+	if r.ControlFlows > 0 {
+		r.note(fmt.Sprintf("%d control %s with a multicast or unspecified end (IPv6 MLD, neighbour discovery, "+
+			"duplicate address detection; %s, whole run) not listed among the flows",
+			r.ControlFlows, map[bool]string{true: "flow", false: "flows"}[r.ControlFlows == 1], r.Units.FormatBytes(float64(r.ControlBytes))))
 	}
 	sort.Slice(r.Flows, func(i, j int) bool { return flowLess(r.Flows[i], r.Flows[j]) })
 	r.Peers = peerSummaries(peers)
@@ -298,7 +307,7 @@ func retransmitProbeOff(m trace.Manifest) (trace.Probe, bool) {
 // isPeer reports whether an address is a host's: multicast (e.g. IPv6
 // MLD reports and router solicitations to ff02::/16) and the unspecified
 // address (duplicate address detection) are not. A flow with either end
-// multicast or unspecified stays in Flows but gives no peer.
+// multicast or unspecified is a control flow, not in Flows.
 func isPeer(addr string) bool {
 	a, err := netip.ParseAddr(addr)
 	return err != nil || !(a.IsMulticast() || a.IsUnspecified())

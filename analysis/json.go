@@ -22,15 +22,20 @@ type JSONReport struct {
 	// CPUsNeverOnline counts the CPUs left out of cpus and busiest_cpu:
 	// possible (or with rows) and never online during the run (notes
 	// says so).
-	CPUsNeverOnline int             `json:"cpus_never_online"`
-	BusiestCPU      *int            `json:"busiest_cpu"`
-	BusiestMedian   *float64        `json:"busiest_cpu_per_interval_median_pct"`
-	HostCPU         *JSONHostCPU    `json:"host_cpu"`
-	RTT             *JSONRTT        `json:"rtt"`
-	Peers           []JSONPeer      `json:"peers"`
-	Flows           []JSONFlow      `json:"flows"`
-	BDP             JSONBDP         `json:"bdp"`
-	Retransmits     JSONRetransmits `json:"retransmits"`
+	CPUsNeverOnline int          `json:"cpus_never_online"`
+	BusiestCPU      *int         `json:"busiest_cpu"`
+	BusiestMedian   *float64     `json:"busiest_cpu_per_interval_median_pct"`
+	HostCPU         *JSONHostCPU `json:"host_cpu"`
+	RTT             *JSONRTT     `json:"rtt"`
+	Peers           []JSONPeer   `json:"peers"`
+	Flows           []JSONFlow   `json:"flows"`
+	// ControlFlows and ControlFlowBytes are the flows left out of Flows
+	// (an end multicast or unspecified: IPv6 MLD, neighbour discovery),
+	// and their L2 bytes over the whole run.
+	ControlFlows     int             `json:"control_flows"`
+	ControlFlowBytes uint64          `json:"control_flow_bytes"`
+	BDP              JSONBDP         `json:"bdp"`
+	Retransmits      JSONRetransmits `json:"retransmits"`
 	// FlowTable and SocketTable are the BPF flow and TCP socket tables
 	// over the run; null when the trace has no rows of them.
 	FlowTable   *JSONFlowTable   `json:"flow_table"`

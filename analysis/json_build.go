@@ -8,6 +8,7 @@ func (r *Report) JSON() JSONReport {
 		RatedGbps: optF(r.RatedBps/1e9, true), RatedSource: r.RatedSource,
 		Throughput: JSONThroughput{Rx: jsonDirection(&r.Rx), Tx: jsonDirection(&r.Tx)},
 		CPUWindow:  r.CPUWindow, CPUs: []JSONCPU{}, CPUsNeverOnline: r.CPUsNeverOnline, Peers: []JSONPeer{}, Flows: []JSONFlow{},
+		ControlFlows: r.ControlFlows, ControlFlowBytes: r.ControlBytes,
 		BDP: jsonBDP(r.BDP), Retransmits: jsonRetx(r), Verdicts: []JSONVerdict{},
 		FiredVerdicts: append([]string{}, r.FiredVerdicts()...), Notes: append([]string{}, r.Notes...),
 	}

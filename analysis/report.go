@@ -297,9 +297,15 @@ type Report struct {
 	// RTTHist bins the flow-intervals' p50 and p99 RTT weighted by their
 	// samples, from the min to the max RTT (for plots).
 	RTTHist []HistBin
-	// Flows holds every flow, largest (tx+rx bytes) first; Peers every
-	// remote unicast address (multicast and :: are not peers), by bytes.
-	Flows []FlowSummary
+	// Flows holds every data flow, largest (tx+rx bytes) first; Peers
+	// every remote unicast address (multicast and :: are not peers), by
+	// bytes. Control flows (an end multicast or unspecified: IPv6 MLD
+	// reports, neighbour discovery, duplicate address detection) are not
+	// in Flows: ControlFlows counts them and ControlBytes sums their L2
+	// bytes (tx + rx, whole run), and a note says so.
+	Flows        []FlowSummary
+	ControlFlows int
+	ControlBytes uint64
 	// SoftirqOff says why NET_RX/NET_TX softirq time is unknown although
 	// cpus rows exist (the softirq probe was not selected or not
 	// attached: its columns then hold 0); "" when the probe ran.

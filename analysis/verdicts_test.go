@@ -353,3 +353,47 @@ func TestRuleWindowStreamChrono(t *testing.T) {
 	r, _ = BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus}, Options{})
 	wantVerdict(t, r, RuleWindow, Skipped)
 }
+
+// IPv6 control traffic (an MLD report to ff02::16, a duplicate address
+// detection probe from ::) is no data flow: not in Flows or Peers, not
+// counted as a sending flow, counted and summed in ControlFlows and
+// ControlBytes, and a note says so.
+func TestControlFlowsLeftOut(t *testing.T) {
+	s := analysistest.Scenario{RateBps: flat(4e9)}
+	ifaces, cpus, flows, traffic := s.Tables()
+	plain, err := BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := flows[0].Time
+	flows = append(flows,
+		trace.FlowRow{Time: at, IntervalNs: flows[0].IntervalNs, Netns: analysistest.SenderNetns, Ifindex: 2, Ifname: "veth-a",
+			Family: 6, Proto: 58, SrcAddr: "fe80::1", DstAddr: "ff02::16", TxBytes: 110, TxPackets: 1},
+		trace.FlowRow{Time: at, IntervalNs: flows[0].IntervalNs, Netns: analysistest.RecvNetns, Ifindex: 2, Ifname: "veth-b",
+			Family: 6, Proto: 58, SrcAddr: "::", DstAddr: "ff02::1:ff00:2", TxBytes: 86, TxPackets: 1},
+		trace.FlowRow{Time: at, IntervalNs: flows[0].IntervalNs, Netns: analysistest.RecvNetns, Ifindex: 2, Ifname: "veth-b",
+			Family: 6, Proto: 58, SrcAddr: "ff02::16", DstAddr: "fe80::1", RxBytes: 110, RxPackets: 1})
+	r, err := BuildTables(s.Manifest(), Tables{Ifaces: ifaces, CPUs: cpus, Flows: flows, Traffic: traffic}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Flows) != len(plain.Flows) || len(r.Peers) != len(plain.Peers) {
+		t.Errorf("flows %d peers %d, want the data flows' %d and %d", len(r.Flows), len(r.Peers), len(plain.Flows), len(plain.Peers))
+	}
+	for _, f := range r.Flows {
+		if strings.HasPrefix(f.Dst, "[ff02") || strings.HasPrefix(f.Src, "[ff02") || strings.HasPrefix(f.Src, "[::]") {
+			t.Errorf("control flow %s -> %s among the flows", f.Src, f.Dst)
+		}
+	}
+	if len(sendingFlows(r.Flows)) != len(sendingFlows(plain.Flows)) {
+		t.Errorf("%d sending flows, want %d", len(sendingFlows(r.Flows)), len(sendingFlows(plain.Flows)))
+	}
+	if r.ControlFlows != 3 || r.ControlBytes != 306 {
+		t.Errorf("control flows %d, %d B; want 3, 306 B", r.ControlFlows, r.ControlBytes)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "3 control flows with a multicast or unspecified end")
+	}) {
+		t.Errorf("notes %q: want the control flows' note", r.Notes)
+	}
+}
