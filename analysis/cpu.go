@@ -56,8 +56,9 @@ type cpuAcc struct {
 	procHeat heatAcc
 	online   cpuOnline
 	rows     int
-	// rxSeen: a row had net_rx_softirq_ns (not null).
-	rxSeen bool
+	// rxSeen: a row had net_rx_softirq_ns (not null); pktSeen rx_packets
+	// (the netdev probe); napiSeen napi_polls (the napi probe).
+	rxSeen, pktSeen, napiSeen bool
 }
 
 // init sets the window: Primary's steady state, else the whole run.
@@ -93,6 +94,8 @@ func (a *cpuAcc) row(b *builder, x *trace.CPURow) {
 		a.procHeat.addOf(x.CPU, x.Time, x.IntervalNs, *x.ProcSoftirqNs, *x.ProcTotalNs)
 	}
 	rx := val(x.NetRxSoftirqNs) // null: the softirq probe did not run (Report.SoftirqOff)
+	a.pktSeen = a.pktSeen || x.RxPackets != nil
+	a.napiSeen = a.napiSeen || x.NapiPolls != nil
 	if x.NetRxSoftirqNs != nil {
 		if !b.anom.plausibleNs("cpus.net_rx_softirq_ns", x.Time, x.IntervalNs, rx) {
 			return
@@ -160,6 +163,8 @@ func (a *cpuAcc) finish(b *builder) {
 	} else if !a.rxSeen {
 		r.SoftirqOff = "cpus.net_rx_softirq_ns null in every row (the softirq probe did not run)"
 	}
+	r.RxPacketsOff = r.columnOff("np_nd_rx", a.pktSeen, "cpus.rx_packets null in every row (the netdev probe did not run)")
+	r.NapiOff = r.columnOff("np_nd_napi", a.napiSeen, "cpus.napi_polls null in every row (the napi probe did not run)")
 	r.HotSource = HotNetRx
 	if r.SoftirqOff != "" {
 		r.HotSource = ""
@@ -181,6 +186,19 @@ func (a *cpuAcc) finish(b *builder) {
 		}
 	}
 	a.finishProc(r)
+}
+
+// columnOff says why a probe's cpus columns hold no measurement: the
+// manifest's reason when program prog is listed and not attached, else
+// null when no row had the column (seen false); "" when measured.
+func (r *Report) columnOff(prog string, seen bool, null string) string {
+	if why, down := r.programDown(prog); down {
+		return prog + " not attached: " + why
+	}
+	if !seen {
+		return null
+	}
+	return ""
 }
 
 // stat converts the accumulator to a CPUStat.

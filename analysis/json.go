@@ -22,13 +22,19 @@ type JSONReport struct {
 	// CPUsNeverOnline counts the CPUs left out of cpus and busiest_cpu:
 	// possible (or with rows) and never online during the run (notes
 	// says so).
-	CPUsNeverOnline int          `json:"cpus_never_online"`
-	BusiestCPU      *int         `json:"busiest_cpu"`
-	BusiestMedian   *float64     `json:"busiest_cpu_per_interval_median_pct"`
-	HostCPU         *JSONHostCPU `json:"host_cpu"`
-	RTT             *JSONRTT     `json:"rtt"`
-	Peers           []JSONPeer   `json:"peers"`
-	Flows           []JSONFlow   `json:"flows"`
+	CPUsNeverOnline int  `json:"cpus_never_online"`
+	BusiestCPU      *int `json:"busiest_cpu"`
+	// BusiestMedian is the median over the CPU window's intervals of the
+	// largest NET_RX share of each; null without the softirq probe.
+	BusiestMedian *float64 `json:"busiest_cpu_per_interval_median_pct"`
+	// CPUFiguresNA names the per-CPU figures (keys of cpus[], and
+	// busiest_cpu_per_interval_median_pct) that are null because their
+	// probe did not run, with the reason; omitted when all were measured.
+	CPUFiguresNA map[string]string `json:"cpu_figures_na,omitempty"`
+	HostCPU      *JSONHostCPU      `json:"host_cpu"`
+	RTT          *JSONRTT          `json:"rtt"`
+	Peers        []JSONPeer        `json:"peers"`
+	Flows        []JSONFlow        `json:"flows"`
 	// ControlFlows and ControlFlowBytes are the flows left out of Flows
 	// (an end multicast or unspecified: IPv6 MLD, neighbour discovery),
 	// and their L2 bytes over the whole run.
@@ -122,16 +128,20 @@ type JSONWindows struct {
 
 // JSONCPU is one CPU's softirq load over the CPU window.
 type JSONCPU struct {
-	CPU               int      `json:"cpu"`
-	NetRxSharePct     *float64 `json:"net_rx_softirq_pct"` // null when the softirq probe did not run (Report.SoftirqOff)
-	NetTxSharePct     *float64 `json:"net_tx_softirq_pct"`
-	MaxIntervalPct    *float64 `json:"net_rx_softirq_max_interval_pct"`
-	RxPackets         uint64   `json:"rx_packets"`
+	CPU            int      `json:"cpu"`
+	NetRxSharePct  *float64 `json:"net_rx_softirq_pct"` // null when the softirq probe did not run (Report.SoftirqOff)
+	NetTxSharePct  *float64 `json:"net_tx_softirq_pct"`
+	MaxIntervalPct *float64 `json:"net_rx_softirq_max_interval_pct"`
+	// RxPackets is null without the netdev probe, NapiPolls and
+	// NapiExhausted without the napi probe, BusiestIntervals (intervals in
+	// which this CPU had the largest NET_RX share) without the softirq
+	// probe: cpu_figures_na says why.
+	RxPackets         *uint64  `json:"rx_packets"`
 	PacketCostNs      *float64 `json:"net_rx_ns_per_packet"`
-	NapiPolls         uint64   `json:"napi_polls"`
-	NapiExhausted     uint64   `json:"napi_budget_exhausted"`
+	NapiPolls         *uint64  `json:"napi_polls"`
+	NapiExhausted     *uint64  `json:"napi_budget_exhausted"`
 	NapiExhaustedPct  *float64 `json:"napi_budget_exhausted_pct"`
-	BusiestIntervals  int      `json:"busiest_intervals"`
+	BusiestIntervals  *int     `json:"busiest_intervals"`
 	IntervalsInWindow int      `json:"intervals"`
 	// ProcSoftirqPct and ProcBusyPct are /proc/stat shares of the CPU
 	// (cpus.proc_*: every softirq vector; all but idle, iowait, steal;
@@ -296,13 +306,16 @@ func optTime(t time.Time) *time.Time {
 
 // JSONSteering is one receiving stream's steering (StreamSteering).
 type JSONSteering struct {
-	Stream     int    `json:"stream"`
-	Local      string `json:"local"`
-	Remote     string `json:"remote"`
-	CPU        int32  `json:"incoming_cpu"`
-	NapiID     uint32 `json:"incoming_napi_id"`
-	Bytes      uint64 `json:"received_app_bytes"`
-	CPUChanges int    `json:"incoming_cpu_changes"`
+	Stream int    `json:"stream"`
+	Local  string `json:"local"`
+	Remote string `json:"remote"`
+	CPU    int32  `json:"incoming_cpu"`
+	// NapiID is null when the kernel reported none (SO_INCOMING_NAPI_ID
+	// 0: the socket's packets came through no NAPI instance with an ID,
+	// e.g. a veth without GRO).
+	NapiID     *uint32 `json:"incoming_napi_id"`
+	Bytes      uint64  `json:"received_app_bytes"`
+	CPUChanges int     `json:"incoming_cpu_changes"`
 	// Peer is true for a stream the peer of a --peer run received: the
 	// CPU is the peer's.
 	Peer bool `json:"peer"`

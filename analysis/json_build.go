@@ -16,11 +16,15 @@ func (r *Report) JSON() JSONReport {
 		out.PrimaryCounter = r.PrimaryDir + " " + r.Primary.Counter
 	}
 	for _, c := range r.CPUs {
-		out.CPUs = append(out.CPUs, jsonCPU(c, r.SoftirqOff != ""))
+		out.CPUs = append(out.CPUs, r.jsonCPU(c))
 	}
 	if r.BusiestCPU >= 0 && len(r.CPUs) > 0 {
 		b := r.BusiestCPU
-		out.BusiestCPU, out.BusiestMedian = &b, optF(100*r.BusiestMedianShare, false)
+		out.BusiestCPU = &b
+		if r.SoftirqOff == "" {
+			out.BusiestMedian = optF(100*r.BusiestMedianShare, false)
+		}
+		out.CPUFiguresNA = r.cpuFiguresNA()
 	}
 	if h := r.HostCPU; h != nil {
 		out.HostCPU = &JSONHostCPU{BusyPct: 100 * h.Busy, SoftirqPct: 100 * h.Softirq, CPUs: h.CPUs, TotalNs: h.TotalNs}
@@ -47,7 +51,7 @@ func (r *Report) JSON() JSONReport {
 	out.ReceiveSteering = []JSONSteering{}
 	for _, s := range r.Steering {
 		out.ReceiveSteering = append(out.ReceiveSteering, JSONSteering{Stream: s.Stream, Local: s.Local, Remote: s.Remote,
-			CPU: s.CPU, NapiID: s.NapiID, Bytes: s.Bytes, CPUChanges: s.Moved, Peer: s.Peer})
+			CPU: s.CPU, NapiID: optU32(s.NapiID), Bytes: s.Bytes, CPUChanges: s.Moved, Peer: s.Peer})
 	}
 	bytesOff, retxOff := r.FlowBytesOff() != "", r.FlowRetxOff() != ""
 	for _, p := range r.Peers {
@@ -64,18 +68,51 @@ func (r *Report) JSON() JSONReport {
 	return out
 }
 
-func jsonCPU(c CPUStat, softirqOff bool) JSONCPU {
+func (r *Report) jsonCPU(c CPUStat) JSONCPU {
+	softirqOff, pktsOff, napiOff := r.SoftirqOff != "", r.RxPacketsOff != "", r.NapiOff != ""
 	out := JSONCPU{CPU: c.CPU, NetRxSharePct: optF(100*c.Share, softirqOff), NetTxSharePct: optF(100*c.TxShare, softirqOff),
-		MaxIntervalPct: optF(100*c.MaxShare, softirqOff), RxPackets: c.RxPackets,
-		PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0 || softirqOff || c.PacketCostNs == 0),
-		NapiPolls:    c.NapiPolls, NapiExhausted: c.NapiExhausted, NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0),
-		BusiestIntervals: c.BusiestIntervals, IntervalsInWindow: c.Intervals}
+		MaxIntervalPct: optF(100*c.MaxShare, softirqOff), RxPackets: optU64(c.RxPackets, pktsOff),
+		PacketCostNs: optF(c.PacketCostNs, c.RxPackets == 0 || softirqOff || pktsOff || c.PacketCostNs == 0),
+		NapiPolls:    optU64(c.NapiPolls, napiOff), NapiExhausted: optU64(c.NapiExhausted, napiOff),
+		NapiExhaustedPct: optF(100*c.ExhaustedRatio, c.NapiPolls == 0 || napiOff), IntervalsInWindow: c.Intervals}
+	if softirqOff {
+		out.NetRxSharePct, out.NetTxSharePct, out.MaxIntervalPct = nil, nil, nil
+	} else {
+		n := c.BusiestIntervals
+		out.BusiestIntervals = &n
+	}
 	if p := c.Proc; p != nil {
 		out.ProcSoftirqPct, out.ProcBusyPct = optF(100*p.Softirq, false), optF(100*p.Busy, false)
 	}
 	if sn := c.Softnet; sn != nil {
 		out.SoftnetProcessed, out.SoftnetDropped, out.SoftnetTimeSqueeze = ptrU64(sn.Processed), ptrU64(sn.Dropped), ptrU64(sn.TimeSqueeze)
 		out.SoftnetReceivedRPS, out.SoftnetFlowLimit = ptrU64(sn.ReceivedRPS), ptrU64(sn.FlowLimitDrops)
+	}
+	return out
+}
+
+// cpuFiguresNA maps the JSON keys of the per-CPU figures whose probe did
+// not run to the reason (Report.SoftirqOff, RxPacketsOff, NapiOff); nil
+// when every one was measured.
+func (r *Report) cpuFiguresNA() map[string]string {
+	out := map[string]string{}
+	for _, g := range []struct {
+		why  string
+		keys []string
+	}{
+		{r.SoftirqOff, []string{"net_rx_softirq_pct", "net_tx_softirq_pct", "net_rx_softirq_max_interval_pct", "net_rx_ns_per_packet",
+			"busiest_intervals", "busiest_cpu_per_interval_median_pct"}},
+		{r.RxPacketsOff, []string{"rx_packets", "net_rx_ns_per_packet"}},
+		{r.NapiOff, []string{"napi_polls", "napi_budget_exhausted", "napi_budget_exhausted_pct"}},
+	} {
+		for _, k := range g.keys {
+			if _, set := out[k]; g.why != "" && !set {
+				out[k] = g.why
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -67,7 +67,8 @@ func TestSoftirqProbeNotSelected(t *testing.T) {
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "NET_RX %, NET_TX %, ns/packet: n/a (np_si_entry not attached: not selected (--probes))") {
+	if !strings.Contains(b.String(), "NET_RX %, NET_TX %, max interval NET_RX %, ns/packet, busiest in (largest NET_RX share per interval): "+
+		"n/a (np_si_entry not attached: not selected (--probes))") {
 		t.Errorf("text lacks the n/a line:\n%s", b.String())
 	}
 	for _, c := range r.JSON().CPUs {

@@ -225,3 +225,79 @@ func TestThroughputTableAligned(t *testing.T) {
 		t.Errorf("wire row not aligned with the header's whole run column:\n%s\n%s", header, wire)
 	}
 }
+
+// bench with the default probes (tcpsock, sockstate): no netdev, napi or
+// softirq probe, so cpus.rx_packets, napi_* and net_*_softirq_ns are
+// null in every row. The per-CPU rx packets, NAPI figures and the
+// per-interval busiest figures were never measured: n/a with the
+// manifest's reason in text, null in JSON (cpu_figures_na says why),
+// never 0. With the probes on, the same scenario gives the counts (CPU 0
+// received every packet: its rx_packets are the rows' sum; CPU 1's are a
+// measured 0 and stay 0).
+func TestDefaultProbesCPUFiguresNA(t *testing.T) {
+	s := analysistest.Scenario{Intervals: 8, RateBps: flat(4e9), ProcStat: func(_, c int) (float64, float64) { return 0.2 + 0.1*float64(c), 0.9 }}
+	const si, nd, napi = "np_si_entry not attached: not selected (--probes)", "np_nd_rx not attached: not selected (--probes)",
+		"np_nd_napi not attached: not selected (--probes)"
+	r := selected(t, s, []string{"np_nd_", "np_si_", "np_tcp_"}, func(_ []trace.IfaceRow, cpus []trace.CPURow, _ []trace.FlowRow) []trace.CPURow {
+		for i := range cpus {
+			x := &cpus[i]
+			x.NetRxSoftirqNs, x.NetRxSoftirqCount, x.NetTxSoftirqNs, x.NetTxSoftirqCount = nil, nil, nil, nil
+			x.RxPackets, x.RxBytes, x.NapiPolls, x.NapiPackets, x.NapiBudgetExhausted = nil, nil, nil, nil, nil
+		}
+		return cpus
+	})
+	if r.SoftirqOff != si || r.RxPacketsOff != nd || r.NapiOff != napi {
+		t.Errorf("off reasons %q, %q, %q", r.SoftirqOff, r.RxPacketsOff, r.NapiOff)
+	}
+	text := reportText(t, r)
+	wantText(t, text,
+		`(?m)^  0\s+n/a\s+20\.0\s+90\.0\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a$`,
+		`(?m)^  1\s+n/a\s+30\.0\s+90\.0\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a\s+n/a$`,
+		`busiest in \(largest NET_RX share per interval\): n/a \(`+regexp.QuoteMeta(si)+`\)`,
+		`rx packets: n/a \(`+regexp.QuoteMeta(nd)+`\)`,
+		`NAPI budget exhausted %: n/a \(`+regexp.QuoteMeta(napi)+`\)`,
+	)
+	m := jsonMap(t, r)
+	cpus := m["cpus"].([]any)
+	if len(cpus) != 2 {
+		t.Fatalf("JSON cpus %v", cpus)
+	}
+	for _, c := range cpus {
+		c := c.(map[string]any)
+		for _, k := range []string{"rx_packets", "napi_polls", "napi_budget_exhausted", "napi_budget_exhausted_pct", "busiest_intervals",
+			"net_rx_softirq_pct", "net_rx_ns_per_packet"} {
+			if v, ok := c[k]; !ok || v != nil {
+				t.Errorf("cpu %v: JSON %s = %v (present %v), want null", c["cpu"], k, v, ok)
+			}
+		}
+		if c["proc_stat_all_softirq_pct"] == nil {
+			t.Errorf("cpu %v: /proc/stat softirq null although recorded", c["cpu"])
+		}
+	}
+	if v, ok := m["busiest_cpu_per_interval_median_pct"]; !ok || v != nil {
+		t.Errorf("busiest_cpu_per_interval_median_pct = %v, want null", v)
+	}
+	na, _ := m["cpu_figures_na"].(map[string]any)
+	for k, want := range map[string]string{"rx_packets": nd, "napi_polls": napi, "napi_budget_exhausted": napi,
+		"busiest_intervals": si, "busiest_cpu_per_interval_median_pct": si} {
+		if na[k] != want {
+			t.Errorf("cpu_figures_na[%s] = %v, want %q", k, na[k], want)
+		}
+	}
+
+	on := scen(t, s, Options{})
+	_, cpuRows, _, _ := s.Tables()
+	var want0 uint64
+	for _, x := range cpuRows {
+		if x.CPU == 0 && inWindow(x.Time, x.IntervalNs, on.CPUWindowStart, on.CPUWindowEnd) {
+			want0 += *x.RxPackets
+		}
+	}
+	mo := jsonMap(t, on)
+	c0, c1 := mo["cpus"].([]any)[0].(map[string]any), mo["cpus"].([]any)[1].(map[string]any)
+	if want0 == 0 || c0["rx_packets"] != float64(want0) || c1["rx_packets"] != float64(0) || c1["napi_polls"] != float64(0) ||
+		c0["busiest_intervals"] != float64(on.CPUIntervals) || mo["busiest_cpu_per_interval_median_pct"] == nil || mo["cpu_figures_na"] != nil {
+		t.Errorf("probes on: cpu0 %v, cpu1 %v (want rx_packets %d and 0), median %v, na %v", c0, c1, want0,
+			mo["busiest_cpu_per_interval_median_pct"], mo["cpu_figures_na"])
+	}
+}

@@ -308,9 +308,16 @@ type Report struct {
 	ControlBytes uint64
 	// SoftirqOff says why NET_RX/NET_TX softirq time is unknown although
 	// cpus rows exist (the softirq probe was not selected or not
-	// attached: its columns then hold 0); "" when the probe ran.
-	SoftirqOff string
-	Peers      []PeerSummary
+	// attached: its columns then hold 0); "" when the probe ran. The
+	// per-interval busiest figures (CPUStat.BusiestIntervals,
+	// BusiestMedianShare) compare NET_RX shares and are unknown with it.
+	// RxPacketsOff says the same of cpus.rx_packets (netdev probe,
+	// np_nd_rx) and NapiOff of napi_polls and napi_budget_exhausted (napi
+	// probe, np_nd_napi): CPUStat.RxPackets, NapiPolls and NapiExhausted
+	// then hold 0, not a count.
+	SoftirqOff, RxPacketsOff, NapiOff string
+
+	Peers []PeerSummary
 	// BDP is the bandwidth-delay product and streams-needed estimate.
 	BDP BDP
 

@@ -308,7 +308,10 @@ func TestWriteText(t *testing.T) {
 		`interface rx \(bpf, eth0\)\s+9\.98\s+9\.14\s+5\.63\s`,
 		`run directory\s+/runs/r1`,
 		`active window \(application \(receiver payload\), intervals >= 10% of peak\): 2025-03-01T12:00:01\.000Z to 2025-03-01T12:00:04\.000Z, length 3\.000 s \(3 intervals\)`,
-		`\n\s+0\s+60\.0\s+n/a \(not recorded\)\s+n/a \(not recorded\)\s+0\.0\s+60\.0\s+0\s+n/a \(no packets\)\s+n/a \(no polls\)\s+1/1\n\s+1\s+30\.0\s`,
+		// rx_packets and napi_* are null in every row: n/a, not 0, with why.
+		`\n\s+0\s+60\.0\s+n/a \(not recorded\)\s+n/a \(not recorded\)\s+0\.0\s+60\.0\s+n/a\s+n/a\s+n/a\s+1/1\n\s+1\s+30\.0\s`,
+		`rx packets, ns/packet: n/a \(cpus\.rx_packets null in every row \(the netdev probe did not run\)\)`,
+		`NAPI budget exhausted %: n/a \(cpus\.napi_polls null in every row \(the napi probe did not run\)\)`,
 		`busiest CPU: 0 \(NET_RX softirq 60\.0% of the steady state\)`,
 		`all softirq % and busy %: n/a \(no /proc/stat columns`,
 		`p50 \(of per-interval p50s\)\s+60 µs`, `p99 \(of per-interval p99s\)\s+1000 µs`, `min\s+30 µs`, `max\s+\d+ µs`, `samples\s+1000`,

@@ -17,12 +17,7 @@ func (r *Report) writeCPUs(p *printer) {
 	rows := [][]string{{"  cpu", "NET_RX %", "all softirq % (/proc/stat)", "busy % (/proc/stat)", "NET_TX %",
 		"max interval NET_RX %", "rx packets", "ns/packet", "NAPI budget exhausted %", "busiest in"}}
 	for _, c := range r.CPUs {
-		rx, tx, maxRx := fmt.Sprintf("%.1f", c.Share*100), fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100)
-		if r.SoftirqOff != "" {
-			rx, tx, maxRx = "n/a", "n/a", "n/a"
-		}
-		rows = append(rows, []string{fmt.Sprintf("  %d", c.CPU), rx, c.ProcCell(false), c.ProcCell(true), tx, maxRx,
-			fmt.Sprint(c.RxPackets), packetCostCell(c, r.SoftirqOff != ""), r.ExhaustedCell(c), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+		rows = append(rows, append([]string{fmt.Sprintf("  %d", c.CPU)}, r.CPUCells(c)...))
 	}
 	p.table(rows)
 	p.line("  %% = softirq ns / interval ns; ns/packet = net_rx_softirq_ns / rx_packets; exhausted = napi_budget_exhausted / napi_polls")
@@ -32,8 +27,8 @@ func (r *Report) writeCPUs(p *printer) {
 	if r.HostCPU == nil {
 		p.line("  all softirq %% and busy %%: %s", na(r.reason(figProcStat, noProcColumns)))
 	}
-	if r.SoftirqOff != "" {
-		p.line("  NET_RX %%, NET_TX %%, ns/packet: %s", na(r.SoftirqOff))
+	for _, l := range r.CPUColumnsNA() {
+		p.line("  %s", l)
 	}
 	for _, c := range r.CPUs {
 		if c.CPU == r.BusiestCPU && r.HotSource == HotAllSoftirq {
@@ -314,10 +309,11 @@ func dashIf0(v float64, s string) string {
 	return s
 }
 
-// packetCostCell is a CPU's NET_RX ns per packet, or n/a with why.
-func packetCostCell(c CPUStat, softirqOff bool) string {
+// packetCostCell is a CPU's NET_RX ns per packet, or n/a with why ("n/a"
+// alone when off: the softirq or netdev probe did not run).
+func packetCostCell(c CPUStat, off bool) string {
 	switch {
-	case softirqOff:
+	case off:
 		return "n/a"
 	case c.RxPackets == 0:
 		return na("no packets")
@@ -328,16 +324,55 @@ func packetCostCell(c CPUStat, softirqOff bool) string {
 }
 
 // ExhaustedCell formats a CPU's NAPI budget exhaustion (percent of polls),
-// or n/a with why: the napi probe (np_nd_napi) not attached (e.g. not
-// selected with --probes), else no polls.
+// or n/a: "n/a" when the napi probe did not run (Report.NapiOff, which
+// CPUColumnsNA says once), else "n/a (no polls)".
 func (r *Report) ExhaustedCell(c CPUStat) string {
-	if c.NapiPolls == 0 {
-		if why, down := r.programDown("np_nd_napi"); down {
-			return na("np_nd_napi not attached: " + why)
-		}
+	switch {
+	case r.NapiOff != "":
+		return "n/a"
+	case c.NapiPolls == 0:
 		return na("no polls")
 	}
 	return fmt.Sprintf("%.1f", 100*c.ExhaustedRatio)
+}
+
+// CPUCells are a CPU's cells of the per-CPU table after its number:
+// NET_RX %, all softirq % and busy % (/proc/stat), NET_TX %, max interval
+// NET_RX %, rx packets, ns/packet, NAPI budget exhausted %, busiest in.
+// A figure whose probe did not run is "n/a"; CPUColumnsNA says why.
+func (r *Report) CPUCells(c CPUStat) []string {
+	rx, tx, maxRx := fmt.Sprintf("%.1f", c.Share*100), fmt.Sprintf("%.1f", c.TxShare*100), fmt.Sprintf("%.1f", c.MaxShare*100)
+	busiestIn := fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)
+	if r.SoftirqOff != "" {
+		rx, tx, maxRx, busiestIn = "n/a", "n/a", "n/a", "n/a"
+	}
+	pkts := fmt.Sprint(c.RxPackets)
+	if r.RxPacketsOff != "" {
+		pkts = "n/a"
+	}
+	return []string{rx, c.ProcCell(false), c.ProcCell(true), tx, maxRx, pkts, packetCostCell(c, r.SoftirqOff != "" || r.RxPacketsOff != ""),
+		r.ExhaustedCell(c), busiestIn}
+}
+
+// CPUColumnsNA says, one line per cause, which per-CPU columns are n/a
+// because their probe did not run, and why (Report.SoftirqOff,
+// RxPacketsOff, NapiOff).
+func (r *Report) CPUColumnsNA() []string {
+	var out []string
+	if r.SoftirqOff != "" {
+		out = append(out, "NET_RX %, NET_TX %, max interval NET_RX %, ns/packet, busiest in (largest NET_RX share per interval): "+na(r.SoftirqOff))
+	}
+	if r.RxPacketsOff != "" {
+		what := "rx packets, ns/packet"
+		if r.SoftirqOff != "" {
+			what = "rx packets"
+		}
+		out = append(out, what+": "+na(r.RxPacketsOff))
+	}
+	if r.NapiOff != "" {
+		out = append(out, "NAPI budget exhausted %: "+na(r.NapiOff))
+	}
+	return out
 }
 
 // softnetText describes a CPU's softnet counters in words.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/netprof/netprof/analysis"
@@ -90,20 +91,15 @@ func tables(r *analysis.Report) []table {
 		t := table{Caption: "Per-CPU softirq over the " + r.CPUWindow,
 			Head: []string{"cpu", "NET_RX %", "all softirq % (/proc/stat)", "busy % (/proc/stat)", "NET_TX %",
 				"max interval NET_RX %", "rx packets", "ns/packet", "NAPI exhausted %", "busiest in"}}
-		if r.SoftirqOff != "" {
-			t.Caption += " (NET_RX/NET_TX n/a: " + r.SoftirqOff + ")"
+		if na := r.CPUColumnsNA(); len(na) > 0 {
+			t.Caption += " (" + strings.Join(na, "; ") + ")"
 		}
 		if h := r.HostCPU; h != nil {
 			t.Caption += fmt.Sprintf("; host, all %d CPUs (/proc/stat): busy %.1f%%, softirq of every vector %.1f%%",
 				h.CPUs, 100*h.Busy, 100*h.Softirq)
 		}
 		for _, c := range r.CPUs {
-			rx, tx, maxRx, cost := f1(100*c.Share), f1(100*c.TxShare), f1(100*c.MaxShare), f1(c.PacketCostNs)
-			if r.SoftirqOff != "" {
-				rx, tx, maxRx, cost = "n/a", "n/a", "n/a", "n/a"
-			}
-			t.Rows = append(t.Rows, []string{fmt.Sprint(c.CPU), rx, c.ProcCell(false), c.ProcCell(true), tx, maxRx,
-				fmt.Sprint(c.RxPackets), cost, r.ExhaustedCell(c), fmt.Sprintf("%d/%d", c.BusiestIntervals, r.CPUIntervals)})
+			t.Rows = append(t.Rows, append([]string{fmt.Sprint(c.CPU)}, r.CPUCells(c)...))
 		}
 		out = append(out, t)
 	}
@@ -123,8 +119,6 @@ func rateCells(u analysis.Units, rt analysis.Rate) []string {
 	return []string{rt.Label, rt.Source, u.FormatRate(w.PeakBps), u.FormatRate(w.SteadyBps), u.FormatRate(w.WholeRunBps),
 		u.FormatRate(w.P50Bps), u.FormatRate(w.P95Bps), active}
 }
-
-func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 
 func orDash(s string) string {
 	if s == "" {
