@@ -112,6 +112,17 @@ func TestIteratorOnlyFlows(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, b.String())
 		}
 	}
+	// The retransmits the iterator counted (growth of total_retrans) are
+	// under a key that names no probe, with the source that counted them.
+	var retx uint64
+	for _, f := range tabs.Flows {
+		retx += f.Retransmits
+	}
+	re := jsonMap(t, r)["retransmits"].(map[string]any)
+	if _, old := re["bpf_tcp_retransmit_skb_segments"]; old || retx == 0 || re["flows_retransmit_segments"] != float64(retx) ||
+		re["flows_retransmit_source"] != "flows.retransmits (socket iterator, total_retrans)" {
+		t.Errorf("JSON retransmits %v: want flows_retransmit_segments %d from the socket iterator", re, retx)
+	}
 	for _, f := range r.JSON().Flows {
 		if f.SteadyGbps == nil || !strings.HasPrefix(f.SteadyCounter, "payload") || f.AckedBytes == nil || f.TxBytes != nil {
 			t.Errorf("JSON flow %s: steady %v (%q), acked %v, tx %v", f.Src, f.SteadyGbps, f.SteadyCounter, f.AckedBytes, f.TxBytes)

@@ -251,7 +251,14 @@ type JSONBDP struct {
 // JSONRetransmits are TCP segments retransmitted over the run.
 type JSONRetransmits struct {
 	SenderTCPInfo *uint64 `json:"sender_tcp_info_segments"`
-	BPF           *uint64 `json:"bpf_tcp_retransmit_skb_segments"`
+	// Flows is flows.retransmits summed over every flow, whole run;
+	// FlowsSource names the probe that counted it: the tcp_retransmit_skb
+	// tracepoint (BPF, np_tcp_retrans) or the socket iterator (np_tcp_iter:
+	// growth of each socket's total_retrans). Null when neither ran
+	// (FlowsNA says why).
+	Flows       *uint64 `json:"flows_retransmit_segments"`
+	FlowsSource string  `json:"flows_retransmit_source,omitempty"`
+	FlowsNA     string  `json:"flows_retransmit_na,omitempty"`
 	// Receiver is always null: retransmits are counted on the sender.
 	Receiver     *uint64  `json:"receiver_segments"`
 	Source       string   `json:"source"`

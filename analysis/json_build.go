@@ -219,9 +219,14 @@ func jsonBDP(d BDP) JSONBDP {
 
 func jsonRetx(r *Report) JSONRetransmits {
 	x := r.Retx
-	out := JSONRetransmits{SenderTCPInfo: r.SenderRetransmits, BPF: r.FlowRetransmits, Source: x.Source,
+	out := JSONRetransmits{SenderTCPInfo: r.SenderRetransmits, Flows: r.FlowRetransmits, Source: x.Source,
 		FirstHalf: x.FirstHalf, SecondHalf: x.SecondHalf,
 		FirstPerGB: optF(x.FirstPerGB, false), SecondPerGB: optF(x.SecondPerGB, false)}
+	if r.FlowRetransmits != nil {
+		out.FlowsSource = "flows.retransmits (" + r.flowRetxCounter() + ")"
+	} else {
+		out.FlowsNA = r.reason(figFlowRetx, "no flows rows")
+	}
 	if x.Source == "" {
 		out.FirstPerGB, out.SecondPerGB = nil, nil
 	}

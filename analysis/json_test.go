@@ -26,13 +26,17 @@ func TestJSONReport(t *testing.T) {
 	if re["sender_tcp_info_segments"].(float64) != 12 || re["receiver_segments"] != nil {
 		t.Errorf("retransmits = %v: want sender 12, receiver null", re)
 	}
+	if re["flows_retransmit_segments"].(float64) != 7 || re["flows_retransmit_source"] != "flows.retransmits (BPF tcp_retransmit_skb)" {
+		t.Errorf("retransmits = %v: want flows 7 from BPF tcp_retransmit_skb", re)
+	}
 
 	f := newFixture(false)
 	f.cpus, f.flows = nil, nil
 	off := f.build(t).JSON()
 	b, _ := json.Marshal(off)
 	s := string(b)
-	for _, want := range []string{`"interface_bpf":null`, `"rtt":null`, `"busiest_cpu":null`, `"cpus":[]`} {
+	for _, want := range []string{`"interface_bpf":null`, `"rtt":null`, `"busiest_cpu":null`, `"cpus":[]`, `"flows_retransmit_segments":null`,
+		`"flows_retransmit_na":"no flows rows: probes off"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("probes-off JSON lacks %s: %s", want, s)
 		}
