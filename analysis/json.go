@@ -59,6 +59,12 @@ type JSONReport struct {
 	// run, most first); null when the drops probe did not run (DropsNA).
 	Drops   []JSONDrop `json:"drops"`
 	DropsNA string     `json:"drops_na,omitempty"`
+	// DropsLost and DropsBenign sum the drops' packets by class (lost:
+	// every reason not known to be benign; benign: TCP discarding
+	// duplicates, sockets freeing what they held at teardown); null when
+	// drops is.
+	DropsLost   *uint64 `json:"drops_lost_packets"`
+	DropsBenign *uint64 `json:"drops_benign_packets"`
 	// NICLoss are the loss and error counters of the counted interfaces
 	// that moved over the whole run (netlink stats64, ethtool -S),
 	// largest first; null when not recorded (NICLossNA).
@@ -339,7 +345,11 @@ type JSONNICLoss struct {
 }
 
 type JSONDrop struct {
-	Reason  string `json:"reason"`
+	Reason string `json:"reason"`
+	// Class is "lost" or "benign" (DropLost, DropBenign); Meaning says
+	// what a benign reason means.
+	Class   string `json:"class"`
+	Meaning string `json:"meaning,omitempty"`
 	Packets uint64 `json:"packets"`
 	Bytes   uint64 `json:"bytes"`
 	CPUs    []int  `json:"cpus"`

@@ -37,8 +37,10 @@ func (r *Report) JSON() JSONReport {
 	} else {
 		out.Drops = []JSONDrop{}
 		for _, d := range r.Drops {
-			out.Drops = append(out.Drops, JSONDrop{Reason: d.Reason, Packets: d.Packets, Bytes: d.Bytes, CPUs: d.CPUs})
+			out.Drops = append(out.Drops, JSONDrop{Reason: d.Reason, Class: d.Class, Meaning: d.Why, Packets: d.Packets, Bytes: d.Bytes, CPUs: d.CPUs})
 		}
+		lost, benign := r.DropTotals()
+		out.DropsLost, out.DropsBenign = &lost, &benign
 	}
 	if r.NICLoss == nil {
 		out.NICLossNA = r.reason(figNICLoss, "no interface counters")

@@ -659,14 +659,14 @@ func sendingChrono(send []FlowSummary) (c Chrono, n int) {
 	return c, n
 }
 
-// dropsEvidence says where packets were lost when the drops probe saw any
-// (skb:kfree_skb by reason: a softirq-bound receiver drops in the backlog
+// dropsEvidence says where packets were lost when the drops probe saw a
+// loss (skb:kfree_skb by reason, benign TCP discards alone are no evidence: a softirq-bound receiver drops in the backlog
 // or socket, a full link in the qdisc), and which loss counters of the
 // counted interfaces moved (a NIC out of receive buffers: rx_missed,
 // rx_out_of_buffer); none when nothing was lost or nothing measured it.
 func dropsEvidence(r *Report) []string {
 	var ev []string
-	if len(r.Drops) > 0 {
+	if lost, _ := r.DropTotals(); lost > 0 {
 		ev = append(ev, "packets dropped: "+r.DropsLine())
 	}
 	return append(ev, nicLossEvidence(r)...)

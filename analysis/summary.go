@@ -258,7 +258,7 @@ func (r *Report) summaryFigures(s *summary) {
 	s.add("probe cost   ", r.ProbeCostLine())
 	dir := orDash(r.Dir)
 	s.add("trace        ", dir)
-	s.add("details      ", fmt.Sprintf("netprof analyze --full DIR: per-CPU and per-flow tables, every verdict with its evidence and thresholds, %d notes", len(r.Notes)))
+	s.add("details      ", fmt.Sprintf("netprof analyze --full DIR: per-CPU and per-flow tables, every verdict with its evidence and thresholds, %d %s", len(r.Notes), plural(len(r.Notes), "note", "notes")))
 }
 
 func (r *Report) hotCoreText() string {
@@ -297,8 +297,52 @@ func (r *Report) retxText() string {
 		return na(r.reason(figSndRetx, "not recorded"))
 	}
 	s := fmt.Sprintf("%d segments sent again (%s, whole run)", x.Segments, x.Source)
+	if x.SegmentsSent > 0 {
+		s += fmt.Sprintf(": %.3f%% of %d segments sent", 100*x.Fraction, x.SegmentsSent)
+	}
 	if x.SentBytes > 0 {
 		s += fmt.Sprintf("; %.1f per GB sent", x.PerGB)
 	}
+	if path := r.hostLocalPath(); path != "" && x.Segments > 0 && r.Drops != nil {
+		if lost, _ := r.DropTotals(); lost == 0 {
+			s += "; no packet lost on this " + path + " path (skb:kfree_skb): the retransmits were spurious (e.g. reordering)"
+		}
+	}
 	return s
+}
+
+// hostLocalPath names the path when the run's interfaces never leave the
+// host — "veth" when the receiving and sending interfaces (manifest
+// drivers) are veths, "loopback" when lo — else "" (a wire, or not known).
+func (r *Report) hostLocalPath() string {
+	kinds := map[string]bool{}
+	for _, d := range []*Direction{&r.Rx, &r.Tx} {
+		switch {
+		case d.Iface == "":
+			continue
+		case d.Loopback:
+			kinds["loopback"] = true
+		case r.ifaceDriver(d) == "veth":
+			kinds["veth"] = true
+		default:
+			return ""
+		}
+	}
+	if len(kinds) != 1 {
+		return ""
+	}
+	for k := range kinds {
+		return k
+	}
+	return ""
+}
+
+// ifaceDriver is the manifest's driver of d's interface, or "".
+func (r *Report) ifaceDriver(d *Direction) string {
+	for _, mi := range r.Manifest.Interfaces {
+		if mi.Name == d.Iface && (d.IfaceNetns == 0 || mi.Netns == 0 || mi.Netns == d.IfaceNetns) {
+			return mi.Driver
+		}
+	}
+	return ""
 }

@@ -35,7 +35,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeBDP(p)
 	r.writeRetransmits(p)
 	p.line("")
-	p.line("drops (skb:kfree_skb, every CPU, whole run): %s", r.DropsLine())
+	r.writeDrops(p)
 	p.line("interface loss counters (counted interfaces, whole run): %s", r.NICLossLine())
 	r.writeVerdicts(p)
 	r.writeNotes(p)
@@ -338,4 +338,12 @@ func intervals(n int) string {
 		return "1 interval"
 	}
 	return fmt.Sprintf("%d intervals", n)
+}
+
+// plural returns one for n == 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
