@@ -201,10 +201,18 @@ type RTTSummary struct {
 // FloorUs returns the lowest RTT seen: the smaller of MinUs and a non-zero
 // KernelMinUs.
 func (s RTTSummary) FloorUs() uint32 {
-	if s.KernelMinUs > 0 && (s.MinUs == 0 || s.KernelMinUs < s.MinUs) {
+	if s.FloorFromKernel() {
 		return s.KernelMinUs
 	}
 	return s.MinUs
+}
+
+// FloorFromKernel reports whether FloorUs is the kernel's min_rtt_us
+// (KernelMinUs, its minimum over every ACK) rather than the lowest RTT
+// sample (MinUs: tcp_probe samples, or the socket iterator's last RTT per
+// flow-interval).
+func (s RTTSummary) FloorFromKernel() bool {
+	return s.KernelMinUs > 0 && (s.MinUs == 0 || s.KernelMinUs < s.MinUs)
 }
 
 // HistBin is one bin of the distribution of per-interval RTT percentiles

@@ -280,15 +280,32 @@ func (r *Report) hotCoreText() string {
 	return na(r.reason(figCPU, "no cpus rows"))
 }
 
+// rttFloorText labels the RTT floor with the source FloorUs took it from:
+// the kernel's min_rtt_us, or the lowest sample (tcp_probe, or the socket
+// iterator's last RTT per flow-interval); p50 is always of the samples.
 func (r *Report) rttFloorText() string {
-	if r.RTT == nil || r.RTT.FloorUs() == 0 {
+	t := r.RTT
+	if t == nil || t.FloorUs() == 0 {
 		return na(r.reason(figRTT, "no RTT samples"))
 	}
-	src := "tcp_probe samples, all flows"
-	if r.RTT.FromIterator {
-		src = "socket iterator's last RTT per flow-interval"
+	samples := "tcp_probe samples, all flows"
+	if t.FromIterator {
+		samples = "socket iterator's last RTT per flow-interval"
 	}
-	return fmt.Sprintf("%d µs (%s, whole run); p50 %d µs", r.RTT.FloorUs(), src, r.RTT.P50Us)
+	if t.FloorFromKernel() {
+		s := fmt.Sprintf("%s (kernel min_rtt_us, flows.min_rtt_us: its minimum over every ACK, whole run); p50 %s (%s",
+			fmtUs(float64(t.FloorUs())), fmtUs(float64(t.P50Us)), samples)
+		if t.MinUs > 0 {
+			s += "; their lowest " + fmtUs(float64(t.MinUs))
+		}
+		return s + ")"
+	}
+	same := ""
+	if t.KernelMinUs == t.MinUs {
+		same = "; kernel min_rtt_us the same"
+	}
+	return fmt.Sprintf("%s (lowest sample: %s, whole run%s); p50 %s", fmtUs(float64(t.FloorUs())), samples, same,
+		fmtUs(float64(t.P50Us)))
 }
 
 func (r *Report) retxText() string {

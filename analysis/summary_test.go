@@ -100,3 +100,57 @@ func TestHotCoreFeeds(t *testing.T) {
 		t.Errorf("softirq-bound evidence does not name IRQ 38: %s", ev)
 	}
 }
+
+// summaryText builds the one-screen report of r.
+func summaryText(t *testing.T, r *Report) string {
+	t.Helper()
+	var b strings.Builder
+	if err := r.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// summaryLine returns the one-screen line starting with prefix and its
+// continuation lines, joined by single spaces; "" when there is none.
+func summaryLine(out, prefix string) string {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		got := l
+		for _, c := range lines[i+1:] {
+			if !strings.HasPrefix(c, "  ") || strings.TrimSpace(c) == "" || !strings.HasPrefix(c, strings.Repeat(" ", len(prefix))) {
+				break
+			}
+			got += " " + strings.TrimSpace(c)
+		}
+		return got
+	}
+	return ""
+}
+
+// The RTT floor names the source it came from: with the socket iterator
+// alone, the kernel's min_rtt_us (the scenario's RTTMinUs, 40 µs) is below
+// every last-RTT sample (srtt = p50 = 80 µs), so the floor is min_rtt_us,
+// not a sample; with tcp_probe samples reaching the same minimum, the
+// floor is the lowest sample.
+func TestSummaryRTTFloorSource(t *testing.T) {
+	s := analysistest.Scenario{RTTMinUs: 40, RTTP50Us: func(int) uint32 { return 80 }}
+	m, tabs, _ := iteratorOnly(t, s)
+	r, err := BuildTables(m, tabs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "RTT floor    40 µs (kernel min_rtt_us, flows.min_rtt_us: its minimum over every ACK, whole run); " +
+		"p50 80 µs (socket iterator's last RTT per flow-interval; their lowest 80 µs)"
+	if got := summaryLine(summaryText(t, r), "RTT floor    "); got != want {
+		t.Errorf("RTT floor line\n got %q\nwant %q", got, want)
+	}
+	r = scen(t, s, Options{})
+	want = "RTT floor    40 µs (lowest sample: tcp_probe samples, all flows, whole run; kernel min_rtt_us the same); p50 80 µs"
+	if got := summaryLine(summaryText(t, r), "RTT floor    "); got != want {
+		t.Errorf("RTT floor line\n got %q\nwant %q", got, want)
+	}
+}
