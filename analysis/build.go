@@ -253,6 +253,7 @@ func (b *builder) finish() {
 	f := newFacts(r, b.th)
 	r.Verdicts = evaluate(f)
 	if f.ratedTooLow() {
+		r.RatedLow = &RatedLow{SteadyBps: f.link, Counter: f.linkShort, Label: f.linkLabel}
 		r.note("rated link speed looks wrong: " + f.ratedWarning())
 	}
 	b.noteProbesOff()

@@ -231,6 +231,15 @@ type CountPoint struct {
 	Count uint64
 }
 
+// RatedLow is the steady state that exceeded the rated link speed.
+type RatedLow struct {
+	// SteadyBps is the steady state the rated speed was compared with
+	// (bit/s); Counter names it briefly ("rx wire estimate", "rx
+	// interface") and Label in full (Rate.Label).
+	SteadyBps      float64
+	Counter, Label string
+}
+
 // Report holds the figures and verdicts of one run. Rates are in bit/s.
 type Report struct {
 	// Dir is the run directory (set by Analyze; Build does not know it).
@@ -258,6 +267,11 @@ type Report struct {
 	// where it came from.
 	RatedBps    float64
 	RatedSource string
+	// RatedLow is set when the steady state exceeds RatedBps by more than
+	// Thresholds.RatedExcess: a link cannot carry more than its rated
+	// speed, so the rated speed is wrong (too low), and the verdicts judge
+	// as if it were unknown; nil otherwise.
+	RatedLow *RatedLow
 
 	// CPUs holds each CPU's load over CPUWindow, sorted by CPU: Primary's
 	// steady state, or the whole run when there is none.

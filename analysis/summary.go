@@ -99,6 +99,10 @@ func (r *Report) summaryHeader(s *summary) {
 		rated = fmtRate(r.Units, r.RatedBps) + " (" + r.RatedSource + ")"
 	}
 	s.add("rated link speed ", rated)
+	if l := r.RatedLow; l != nil {
+		s.add("  warning: ", fmt.Sprintf("steady state (%s) %s is %s of it: the rated speed is too low", l.Counter,
+			fmtRate(r.Units, l.SteadyBps), pct(l.SteadyBps/r.RatedBps)))
+	}
 }
 
 // summaryVerdict prints the ceiling: the first fired rule (inconclusive

@@ -154,3 +154,27 @@ func TestSummaryRTTFloorSource(t *testing.T) {
 		t.Errorf("RTT floor line\n got %q\nwant %q", got, want)
 	}
 }
+
+// A steady state above the rated speed is impossible: the one screen says
+// so under the rated speed, with the rate the rule compared (the wire
+// estimate: payload + 66 B of headers and 24 B of framing per 1448 B
+// segment) and its share of the rated speed; a plausible one gets no
+// warning.
+func TestSummaryRatedTooLow(t *testing.T) {
+	const streams, payloadBps = 4, 19.29e9
+	per := uint64(payloadBps/8) / streams
+	segs := (per + 1447) / 1448
+	wireBps := float64(streams*(per+segs*(66+24))) * 8
+	r := scen(t, analysistest.Scenario{Streams: streams, RatedMbps: 10_000, RateBps: flat(payloadBps)}, Options{})
+	out := summaryText(t, r)
+	want := fmt.Sprintf("rated link speed 10.00 Gbit/s (manifest rated_speed_mbps of veth-b)\n"+
+		"  warning: steady state (rx wire estimate) %.2f Gbit/s is %.1f%% of it: the rated speed is too low\n",
+		wireBps/1e9, 100*wireBps/10e9)
+	if !strings.Contains(out, want) {
+		t.Errorf("summary lacks\n%s\n%s", want, out)
+	}
+	out = summaryText(t, scen(t, analysistest.Scenario{RatedMbps: 10_000, RateBps: flat(9.3e9)}, Options{}))
+	if strings.Contains(out, "warning:") {
+		t.Errorf("warning at 9.3 Gbit/s of payload on a 10 Gbit/s link:\n%s", out)
+	}
+}

@@ -76,6 +76,9 @@ type facts struct {
 	// estimate, else interface, else Primary) and linkLabel its counter.
 	link      float64
 	linkLabel string
+	// linkShort names linkLabel's counter briefly: "rx wire estimate",
+	// "rx interface" or Primary's direction and counter.
+	linkShort string
 	// sat: some CPU's NET_RX share (Report.HotShare: without the softirq
 	// probe, its softirq share of every vector) or the per-interval
 	// busiest NET_RX share's median reached SoftirqShare; hasCPU: cpus
@@ -92,10 +95,12 @@ func newFacts(r *Report, th Thresholds) *facts {
 	f := &facts{r: r, th: th, steady: r.steady(), hasCPU: len(r.CPUs) > 0}
 	if f.steady != nil {
 		f.link, f.linkLabel = f.steady.SteadyBps, r.Primary.Label
+		f.linkShort = counterShort(r.PrimaryDir, r.Primary.Counter)
 		d := r.primaryDirection()
 		for _, c := range []string{CounterWire, CounterNetlink} {
 			if rt := d.Rate(c); rt != nil && rt.W != nil && rt.W.HasActive() {
 				f.link, f.linkLabel = rt.W.SteadyBps, rt.Label
+				f.linkShort = counterShort(d.Name, c)
 				break
 			}
 		}
@@ -111,6 +116,18 @@ func newFacts(r *Report, th Thresholds) *facts {
 		}
 	}
 	return f
+}
+
+// counterShort names a direction's counter briefly: "rx interface",
+// "tx wire estimate", "rx application".
+func counterShort(dir, counter string) string {
+	switch counter {
+	case CounterWire:
+		return dir + " wire estimate"
+	case CounterBPF:
+		return dir + " interface (bpf)"
+	}
+	return dir + " " + counter
 }
 
 // belowRated reports whether the link rate is below WireFraction × rated;
