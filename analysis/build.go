@@ -323,22 +323,13 @@ func (b *builder) noteManifest() {
 // scheduling; not necessarily a busy CPU): RTT under load then
 // reads above the asked RTT; the minimum RTT is not affected.
 func (b *builder) noteDelayLine() {
-	dl, ok := b.r.Manifest.Config["delay_line"].(map[string]any)
-	if !ok {
-		return
-	}
-	var pkts, late, maxLate int64
-	for _, dir := range []string{"a_to_b", "b_to_a"} {
-		d, _ := dl[dir].(map[string]any)
-		pkts, late = pkts+ConfigInt(d, "packets"), late+ConfigInt(d, "late_packets")
-		maxLate = max(maxLate, ConfigInt(d, "max_late_ns"))
-	}
-	if pkts == 0 || late == 0 {
+	d := delayLineOf(b.r.Manifest.Config)
+	if d.packets == 0 || d.late == 0 {
 		return
 	}
 	b.r.note(fmt.Sprintf("delay line (bench --rtt): %d of %d packets (%s) released late (the user-space line's timer or scheduling), "+
 		"up to %s late (manifest config delay_line), so RTT under load (p50, p99, srtt) reads above the asked RTT; min RTT is not affected",
-		late, pkts, pct(float64(late)/float64(pkts)), fmtUs(float64(maxLate)/1e3)))
+		d.late, d.packets, pct(d.lateShare()), fmtUs(float64(d.maxLateNs)/1e3)))
 }
 
 // setRated sets the rated link speed from Options, else the run's own

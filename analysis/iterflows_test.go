@@ -142,6 +142,19 @@ func TestInconclusiveNotHostBound(t *testing.T) {
 		!strings.Contains(v.Summary, "outside this host") || !strings.HasSuffix(v.Summary, "give --link-speed to compare with the rated speed") {
 		t.Errorf("inconclusive %s: %s", v.Status, v.Summary)
 	}
+	// The first screen carries what the run shows and what to measure next.
+	out := summaryText(t, r)
+	for prefix, want := range map[string]string{
+		"  evidence: ": "  evidence: host CPUs 50.0% busy (/proc/stat, steady state); busiest core CPU 0: 30.0% in NET_RX " +
+			"softirq (BPF), 50.0% busy (/proc/stat); steady state ",
+		"  next: ": "  next: --link-speed: at >= 90.0% of it the wire is the ceiling; rerun with twice the streams and " +
+			"netprof analyze --compare both: a limiter on the path stays flat as retransmits grow, a window limit " +
+			"grows with the streams",
+	} {
+		if got := summaryLine(out, prefix); !strings.HasPrefix(got, want) {
+			t.Errorf("line %q\n got %q\nwant %q...", prefix, got, want)
+		}
+	}
 }
 
 // The receiving streams' SO_INCOMING_CPU: the last measured value per

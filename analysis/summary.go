@@ -106,8 +106,9 @@ func (r *Report) summaryHeader(s *summary) {
 }
 
 // summaryVerdict prints the ceiling: the first fired rule (inconclusive
-// last), its one-line finding and first evidence, and the other rules
-// that fired.
+// last), its one-line finding and first evidence (for inconclusive, what
+// the run shows and the measurement that would tell the causes apart),
+// and the other rules that fired.
 func (r *Report) summaryVerdict(s *summary) {
 	s.lines = append(s.lines, "")
 	var main *Verdict
@@ -135,8 +136,11 @@ func (r *Report) summaryVerdict(s *summary) {
 		name = "\x1b[1m" + name + "\x1b[0m"
 	}
 	s.add("ceiling: ", name+" — "+main.Summary)
-	if len(main.Evidence) > 0 && main.Rule != RuleInconclusive {
-		s.add("  evidence: ", main.Evidence[0])
+	if len(main.Evidence) > 0 {
+		s.add("  evidence: ", strings.TrimPrefix(main.Evidence[0], showsPrefix))
+	}
+	if len(main.Evidence) > 1 && strings.HasPrefix(main.Evidence[1], nextPrefix) {
+		s.add("  next: ", strings.TrimPrefix(main.Evidence[1], nextPrefix))
 	}
 	if len(others) > 0 {
 		s.add("  also fired: ", strings.Join(others, ", "))

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -56,6 +58,10 @@ func TestSummaryOneScreen(t *testing.T) {
 			}
 			if ceiling == "" || (c.rule != "" && !strings.HasPrefix(ceiling, "ceiling: "+c.rule+" — ")) {
 				t.Errorf("ceiling line %q, want %q first:\n%s", ceiling, c.rule, out)
+			}
+			// Every verdict carries its evidence, inconclusive included.
+			if !regexp.MustCompile(`(?m)^ceiling: .*\n(         .*\n)*  evidence: \S`).MatchString(out) {
+				t.Errorf("no evidence line under the ceiling:\n%s", out)
 			}
 			for _, cs := range r.CPUs {
 				if cs.CPU == r.BusiestCPU {
@@ -176,5 +182,57 @@ func TestSummaryRatedTooLow(t *testing.T) {
 	out = summaryText(t, scen(t, analysistest.Scenario{RatedMbps: 10_000, RateBps: flat(9.3e9)}, Options{}))
 	if strings.Contains(out, "warning:") {
 		t.Errorf("warning at 9.3 Gbit/s of payload on a 10 Gbit/s link:\n%s", out)
+	}
+}
+
+// No rule fires on a host whose CPUs are 99.2% busy behind a delay line
+// that released 70% of its packets late (sending flows at ~62% of their
+// window: neither window- nor sender-limited). The one screen says what
+// the run shows — host busy share, busiest core, steady state and its
+// flatness, window use, the late releases — and what would tell the
+// causes apart; the figures are computed here from the scenario's inputs.
+func TestSummaryInconclusiveCPUBusy(t *testing.T) {
+	const streams, rateBps, p50Us, ratio, mss = 4, 10e9, 80, 0.6, 1448
+	s := analysistest.Scenario{Streams: streams, RateBps: flat(rateBps), WindowRatio: ratio, RTTMinUs: 40,
+		RTTP50Us: func(int) uint32 { return p50Us }, ProcStat: func(int, int) (float64, float64) { return 0.2, 0.992 }}
+	r := buildWith(t, s, Options{}, func(m *trace.Manifest, _ []trace.CPURow) {
+		m.Config["rtt_ns"] = float64(5e6)
+		m.Config["delay_line"] = map[string]any{
+			"a_to_b": map[string]any{"packets": float64(1000), "late_packets": float64(700), "max_late_ns": float64(75e6)},
+			"b_to_a": map[string]any{"packets": float64(500), "late_packets": float64(350), "max_late_ns": float64(20e6)},
+		}
+	})
+	if got := r.FiredVerdicts(); len(got) != 1 || got[0] != RuleInconclusive {
+		t.Fatalf("fired %v, want inconclusive alone", got)
+	}
+	// rx interface (netlink): payload + 66 B of headers per 40-segment skb.
+	per := uint64(rateBps/8) / streams
+	skbs := ((per+mss-1)/mss + 39) / 40
+	netlinkBps := float64(streams*(per+skbs*66)) * 8
+	// Each stream's cwnd is what the scenario derives from its window ratio.
+	cwnd := math.Floor(rateBps / streams / 8 * p50Us / 1e6 / (ratio * mss))
+	used := rateBps / streams / (cwnd * mss * 8 / (p50Us / 1e6))
+	out := summaryText(t, r)
+	for prefix, want := range map[string]string{
+		"ceiling: ": "ceiling: inconclusive — no rule's conditions hold, but the host's CPUs were 99.2% busy " +
+			"(/proc/stat, steady state): they may be the ceiling, or the delay line (70.0% of packets released late)",
+		"  evidence: ": fmt.Sprintf("  evidence: host CPUs 99.2%% busy (/proc/stat, steady state); busiest core CPU 0: "+
+			"30.0%% in NET_RX softirq (BPF), 99.2%% busy (/proc/stat); steady state %.2f Gbit/s (rx interface) flat: "+
+			"CV 0.0%% <= 5.0%% over 8 intervals; sending flows at a median %.1f%% of window / srtt; delay line: 70.0%% "+
+			"of 1500 packets released late, up to 75.00 ms", netlinkBps/1e9, 100*used),
+		"  next: ": "  next: rerun with twice the streams and netprof analyze --compare both: a window limit grows with " +
+			"the streams, a CPU limit stays flat; without --rtt: if the veth pair is much faster on the same CPUs, " +
+			"the user-space delay line is the ceiling",
+	} {
+		if got := summaryLine(out, prefix); got != want {
+			t.Errorf("line %q\n got %q\nwant %q\n%s", prefix, got, want, out)
+		}
+	}
+	// A run too short for the rate-limited rule says how long one must be.
+	s.Intervals = 4
+	out = summaryText(t, scen(t, s, Options{}))
+	if got := summaryLine(out, "  next: "); !strings.HasSuffix(got, "; a run of >= 5 intervals lets the rate-limited rule judge flatness") ||
+		strings.Contains(got, "--rtt") {
+		t.Errorf("4 intervals, no delay line: next %q", got)
 	}
 }

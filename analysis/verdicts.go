@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strings"
 )
 
 // VerdictStatus says whether a rule fired.
@@ -181,29 +182,44 @@ func evaluate(f *facts) []Verdict {
 	return append(vs, ruleInconclusive(f, vs))
 }
 
-// ruleInconclusive fires when no other rule did, listing what was missing
-// and, when the host's CPUs were busy, that they may be the ceiling.
+// ruleInconclusive fires when no other rule did. Its first evidence is
+// what the run shows (host CPU busy share, the busiest core, the steady
+// state and whether it was flat, how much of their window the sending
+// flows used, the delay line's late releases), its second (nextPrefix)
+// the measurement that would tell the candidate causes apart; then what
+// each rule lacked. When the host's CPUs were HostBusy busy it says they
+// may be the ceiling; when neither they nor a core were, that the limit is
+// outside this host.
 func ruleInconclusive(f *facts, vs []Verdict) Verdict {
 	v := Verdict{Rule: RuleInconclusive, Status: Fired,
 		Summary: "no rule's conditions hold: the trace does not say where the ceiling is"}
+	var why []string
 	for _, x := range vs {
 		switch x.Status {
 		case Fired:
 			v.Status, v.Summary = NotFired, "another rule fired"
 		case Skipped:
-			v.Evidence = append(v.Evidence, x.Rule+": skipped, "+x.Summary)
+			why = append(why, x.Rule+": skipped, "+x.Summary)
 		case NotFired:
-			v.Evidence = append(v.Evidence, x.Rule+": "+x.Summary)
+			why = append(why, x.Rule+": "+x.Summary)
 		}
 	}
+	if v.Status != Fired {
+		return v
+	}
+	r := f.r
+	dl := delayLineOf(r.Manifest.Config)
+	var last string
 	switch {
-	case v.Status != Fired:
-		v.Evidence = nil
 	case f.cpuBound:
-		v.Evidence = append(v.Evidence, hostCPUEvidence(f.r)+": the host's CPUs may be the ceiling")
-	case f.r.HostCPU != nil && f.hasCPU && !f.sat && f.steady != nil:
+		v.Summary = fmt.Sprintf("no rule's conditions hold, but the host's CPUs were %s busy (/proc/stat, %s): "+
+			"they may be the ceiling", pct(r.HostCPU.Busy), r.CPUWindow)
+		if dl.late > 0 {
+			v.Summary += fmt.Sprintf(", or the delay line (%s of packets released late)", pct(dl.lateShare()))
+		}
+		last = hostCPUEvidence(r) + ": the host's CPUs may be the ceiling"
+	case f.notHostBound():
 		// "Softirq or wire?" still gets an answer: not this host.
-		r := f.r
 		hint := ""
 		if below, known := f.belowRated(); !known {
 			hint = "; give --link-speed to compare with the rated speed"
@@ -213,9 +229,154 @@ func ruleInconclusive(f *facts, vs []Verdict) Verdict {
 		v.Summary = fmt.Sprintf("not host-bound: busiest core %s, host CPUs %s busy, steady state %s (%s): the limit is "+
 			"outside this host — the wire, the path or the peer%s", busiestShare(r), pct(r.HostCPU.Busy),
 			fmtRate(r.Units, f.link), f.linkLabel, hint)
-		v.Evidence = append(v.Evidence, hostCPUEvidence(r))
+		last = hostCPUEvidence(r)
+	}
+	v.Evidence = append([]string{showsPrefix + f.runShows(dl), nextPrefix + f.nextMeasurement(vs, dl)}, why...)
+	if last != "" {
+		v.Evidence = append(v.Evidence, last)
 	}
 	return v
+}
+
+// showsPrefix and nextPrefix start the inconclusive verdict's first two
+// evidence lines: what the run shows, and the measurement that would
+// tell the candidate causes apart.
+const (
+	showsPrefix = "the run shows: "
+	nextPrefix  = "next measurement: "
+)
+
+// notHostBound: the host's CPUs and every core had room (with /proc/stat
+// and per-CPU figures over a steady state), so the limit is elsewhere.
+func (f *facts) notHostBound() bool {
+	return !f.cpuBound && f.r.HostCPU != nil && f.hasCPU && !f.sat && f.steady != nil
+}
+
+// runShows lists what the run shows when no rule fired, each figure with
+// its window and source.
+func (f *facts) runShows(dl delayLine) string {
+	r := f.r
+	var parts []string
+	if h := r.HostCPU; h != nil {
+		parts = append(parts, fmt.Sprintf("host CPUs %s busy (/proc/stat, %s)", pct(h.Busy), r.CPUWindow))
+	} else {
+		parts = append(parts, "host CPU busy "+na(r.reason(figProcStat, noProcColumns)))
+	}
+	c := busiestStat(r)
+	switch {
+	case c == nil || !f.hasCPU:
+		parts = append(parts, "per-core softirq "+na(r.reason(figCPU, "no cpus rows")))
+	case r.HotSource == HotAllSoftirq:
+		parts = append(parts, fmt.Sprintf("busiest core CPU %d: %s in softirq, %s busy (/proc/stat)", c.CPU,
+			pct(r.HotShare(*c)), pct(c.Proc.Busy)))
+	case r.SoftirqOff != "":
+		parts = append(parts, "per-core NET_RX softirq "+na("not recorded: "+r.SoftirqOff))
+	case c.Proc != nil:
+		parts = append(parts, fmt.Sprintf("busiest core CPU %d: %s in NET_RX softirq (BPF), %s busy (/proc/stat)", c.CPU,
+			pct(c.Share), pct(c.Proc.Busy)))
+	default:
+		parts = append(parts, fmt.Sprintf("busiest core CPU %d: %s in NET_RX softirq (BPF)", c.CPU, pct(c.Share)))
+	}
+	if f.steady == nil {
+		parts = append(parts, "no steady state (no interval moved bytes)")
+	} else {
+		fr, fw := flatnessCounter(r, f.steady)
+		rate := fmt.Sprintf("steady state %s (%s)", fmtRate(r.Units, fw.SteadyBps), counterShort(r.PrimaryDir, fr.Counter))
+		switch {
+		case fw.SteadyIntervals < 2:
+			rate += fmt.Sprintf(", flatness n/a (%s)", intervals(fw.SteadyIntervals))
+		case fw.SteadyCV <= f.th.FlatCV:
+			rate += fmt.Sprintf(" flat: CV %s <= %s over %s", pct(fw.SteadyCV), pct(f.th.FlatCV), intervals(fw.SteadyIntervals))
+		default:
+			rate += fmt.Sprintf(" not flat: CV %s > %s over %s", pct(fw.SteadyCV), pct(f.th.FlatCV), intervals(fw.SteadyIntervals))
+		}
+		parts = append(parts, rate)
+	}
+	if len(f.send) > 0 {
+		ratios := make([]float64, 0, len(f.send))
+		for _, fl := range f.send {
+			ratios = append(ratios, r.BDP.windowRatio(fl))
+		}
+		parts = append(parts, fmt.Sprintf("sending flows at a median %s of window / srtt", pct(median(ratios))))
+	}
+	if dl.late > 0 {
+		parts = append(parts, fmt.Sprintf("delay line: %s of %d packets released late, up to %s", pct(dl.lateShare()),
+			dl.packets, fmtUs(float64(dl.maxLateNs)/1e3)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// nextMeasurement names what would tell the candidate causes apart when
+// no rule fired.
+func (f *facts) nextMeasurement(vs []Verdict, dl delayLine) string {
+	r := f.r
+	const twice = "rerun with twice the streams and netprof analyze --compare both: "
+	var parts []string
+	switch {
+	case f.cpuBound:
+		parts = append(parts, twice+"a window limit grows with the streams, a CPU limit stays flat")
+		if dl.present {
+			parts = append(parts, "without --rtt: if the veth pair is much faster on the same CPUs, the user-space "+
+				"delay line is the ceiling")
+		}
+	case f.notHostBound():
+		if _, known := f.belowRated(); !known {
+			parts = append(parts, "--link-speed: at >= "+pct(f.th.WireFraction)+" of it the wire is the ceiling")
+		}
+		parts = append(parts, twice+"a limiter on the path stays flat as retransmits grow, a window limit grows "+
+			"with the streams")
+		if configString(r.Manifest.Config, "peer") != "" {
+			parts = append(parts, "the peer's CPU: --full's cpu table")
+		}
+	default:
+		if !f.hasCPU || r.HostCPU == nil {
+			parts = append(parts, "per-CPU and host CPU figures (bench records /proc/stat; --probes softirq times "+
+				"NET_RX) to tell a busy core or host from the rest")
+		}
+		if _, known := f.belowRated(); !known {
+			parts = append(parts, "--link-speed to judge the wire")
+		}
+		parts = append(parts, twice+"a window limit grows with the streams")
+	}
+	for _, x := range vs {
+		if x.Rule == RuleRateLimited && x.Status == Skipped && f.steady != nil && f.steady.SteadyIntervals < 3 {
+			parts = append(parts, "a run of >= 5 intervals lets the rate-limited rule judge flatness")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// delayLine is a bench --rtt run's delay line counters over both
+// directions (manifest config delay_line).
+type delayLine struct {
+	present                  bool
+	packets, late, maxLateNs int64
+}
+
+// delayLineOf reads the delay line's counters from a manifest config;
+// present is false without one.
+func delayLineOf(c map[string]any) delayLine {
+	var d delayLine
+	d.present = ConfigInt(c, "rtt_ns") > 0
+	dl, ok := c["delay_line"].(map[string]any)
+	if !ok {
+		return d
+	}
+	d.present = true
+	for _, dir := range []string{"a_to_b", "b_to_a"} {
+		x, _ := dl[dir].(map[string]any)
+		d.packets, d.late = d.packets+ConfigInt(x, "packets"), d.late+ConfigInt(x, "late_packets")
+		d.maxLateNs = max(d.maxLateNs, ConfigInt(x, "max_late_ns"))
+	}
+	return d
+}
+
+// lateShare is the share of the delay line's packets released late.
+func (d delayLine) lateShare() float64 {
+	if d.packets == 0 {
+		return 0
+	}
+	return float64(d.late) / float64(d.packets)
 }
 
 // pct formats a fraction as a percentage with one decimal.
