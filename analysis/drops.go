@@ -167,7 +167,7 @@ func dropReasons(drops []DropReason, class string) string {
 		}
 	}
 	if more := n - dropsShown; more > 0 {
-		parts = append(parts, fmt.Sprintf("and %d more %s", more, plural(more, "reason", "reasons")))
+		parts = append(parts, fmt.Sprintf("and %d more %s", more, oneMany(more, "reason", "reasons")))
 	}
 	return strings.Join(parts, ", ")
 }

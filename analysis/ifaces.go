@@ -179,6 +179,11 @@ func (b *builder) direction(name string, side *ifaceSide, app *series, role stri
 	iface := orDash(side.key.name)
 	appRate := Rate{Counter: CounterApp, Label: "application (" + role + " payload)",
 		Source: "traffic.app_bytes, role " + role}
+	if b.r.Bidir() {
+		// Every receiving (sending) stream of both ends: both directions,
+		// where an interface counter sees one direction's data.
+		appRate.Label = "application (" + role + " payload, both directions)"
+	}
 	if app.empty() {
 		appRate.Missing = "no " + role + " traffic rows"
 	} else {

@@ -413,6 +413,24 @@ func (r *Report) reason(key, def string) string {
 	return def
 }
 
+// Bidir reports whether the run sent both ways at once (bench --bidir:
+// manifest config direction "bidir"): the application rows then add both
+// directions' payload, while each interface row counts one direction.
+func (r *Report) Bidir() bool { return configString(r.Manifest.Config, "direction") == "bidir" }
+
+// bidirText explains a bidir run's throughput rows; "" for other runs.
+func (r *Report) bidirText() string {
+	if !r.Bidir() {
+		return ""
+	}
+	each := ""
+	if n := ConfigInt(r.Manifest.Config, "streams"); n > 0 {
+		each = fmt.Sprintf(" (%s each way)", plural(n, "stream"))
+	}
+	return fmt.Sprintf("bidir: the application rows add both directions' payload%s; each interface row counts "+
+		"one direction's data: rx what %s received, tx what %s sent", each, orDash(r.Rx.Iface), orDash(r.Tx.Iface))
+}
+
 // steady returns Primary's windows, or nil.
 func (r *Report) steady() *Windows {
 	if r.Primary == nil || r.Primary.W == nil || !r.Primary.W.HasActive() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -48,6 +49,28 @@ func (s *summary) add(prefix, text string) {
 	}
 }
 
+// addJoined joins parts with sep into lines of at most SummaryWidth,
+// breaking only between parts (a part longer than a line is wrapped at
+// spaces); continuation lines are indented by two spaces.
+func (s *summary) addJoined(parts []string, sep string) {
+	line, indent := "", ""
+	for _, p := range parts {
+		switch {
+		case line == "":
+			line = indent + p
+		case utf8.RuneCountInString(line+sep+p) <= SummaryWidth:
+			line += sep + p
+		default:
+			s.add(indent, strings.TrimPrefix(line, indent))
+			indent = "  "
+			line = indent + p
+		}
+	}
+	if line != "" {
+		s.add(indent, strings.TrimPrefix(line, indent))
+	}
+}
+
 func (s *summary) flush() error {
 	lines := s.lines
 	if len(lines) > SummaryLines {
@@ -82,18 +105,28 @@ func wrapText(text string, width int) []string {
 	return append(out, line)
 }
 
+// summaryHeader prints the run: command, direction and streams, the
+// test bed's delay line or the peer, length, host and status, wrapped at
+// the separators; then the rated link speed (with a warning when the
+// steady state exceeds it).
 func (r *Report) summaryHeader(s *summary) {
 	m := r.Manifest
 	parts := []string{"netprof " + orDash(configString(m.Config, "command"))}
-	if n := ConfigInt(m.Config, "streams"); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d streams", n))
+	if t := runShape(m.Config); t != "" {
+		parts = append(parts, t)
+	}
+	if d := ConfigInt(m.Config, "rtt_ns"); d > 0 {
+		parts = append(parts, fmt.Sprintf("--rtt %v delay line", time.Duration(d)))
+	}
+	if p := configString(m.Config, "peer"); p != "" {
+		parts = append(parts, "--peer "+p)
 	}
 	if !r.RunStart.IsZero() && r.RunEnd.After(r.RunStart) {
 		parts = append(parts, fmt.Sprintf("%.1f s from %s UTC", r.RunEnd.Sub(r.RunStart).Seconds(),
 			r.RunStart.UTC().Format("2006-01-02 15:04:05")))
 	}
 	parts = append(parts, "host "+r.HostDesc(), "status "+orDash(m.Status))
-	s.add("", strings.Join(parts, " · "))
+	s.addJoined(parts, " · ")
 	rated := na("unknown: give --link-speed")
 	if r.RatedBps > 0 {
 		rated = fmtRate(r.Units, r.RatedBps) + " (" + r.RatedSource + ")"
@@ -103,6 +136,35 @@ func (r *Report) summaryHeader(s *summary) {
 		s.add("  warning: ", fmt.Sprintf("steady state (%s) %s is %s of it: the rated speed is too low", l.Counter,
 			fmtRate(r.Units, l.SteadyBps), pct(l.SteadyBps/r.RatedBps)))
 	}
+}
+
+// runShape names a run's direction and streams from its manifest config:
+// "4 streams", "reverse (the far end sends), 1 stream", "bidir, 4 streams
+// each way (8 in all)"; "" without streams or a direction.
+func runShape(c map[string]any) string {
+	n := ConfigInt(c, "streams")
+	streams := ""
+	if n > 0 {
+		streams = plural(n, "stream")
+	}
+	switch configString(c, "direction") {
+	case "bidir":
+		if n > 0 {
+			streams = fmt.Sprintf("%s each way (%d in all)", streams, 2*n)
+		}
+		return strings.TrimSuffix("bidir, "+streams, ", ")
+	case "reverse":
+		return strings.TrimSuffix("reverse (the far end sends), "+streams, ", ")
+	}
+	return streams
+}
+
+// plural formats n with word, adding "s" unless n is 1: "1 note", "2 notes".
+func plural[T int | int64 | uint64](n T, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // summaryVerdict prints the ceiling: the first fired rule (inconclusive
@@ -193,6 +255,9 @@ func (r *Report) summaryThroughput(s *summary) {
 		return
 	}
 	s.lines = append(s.lines, alignRows(rows, SummaryWidth)...)
+	if b := r.bidirText(); b != "" {
+		s.add("  bidir: ", strings.TrimPrefix(b, "bidir: "))
+	}
 	if w := r.steady(); w != nil {
 		cv := "CV n/a"
 		if w.SteadyIntervals > 1 {
@@ -266,7 +331,7 @@ func (r *Report) summaryFigures(s *summary) {
 	s.add("probe cost   ", r.ProbeCostLine())
 	dir := orDash(r.Dir)
 	s.add("trace        ", dir)
-	s.add("details      ", fmt.Sprintf("netprof analyze --full DIR: per-CPU and per-flow tables, every verdict with its evidence and thresholds, %d %s", len(r.Notes), plural(len(r.Notes), "note", "notes")))
+	s.add("details      ", fmt.Sprintf("netprof analyze --full DIR: per-CPU and per-flow tables, every verdict with its evidence and thresholds, %d %s", len(r.Notes), oneMany(len(r.Notes), "note", "notes")))
 }
 
 func (r *Report) hotCoreText() string {

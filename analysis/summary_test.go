@@ -236,3 +236,63 @@ func TestSummaryInconclusiveCPUBusy(t *testing.T) {
 		t.Errorf("4 intervals, no delay line: next %q", got)
 	}
 }
+
+// The header names the run's direction or mode (bidir, reverse, --rtt
+// delay line, --peer) and its streams as they ran (a bidir run's streams
+// go each way), and wraps between its parts, never inside one.
+func TestSummaryHeader(t *testing.T) {
+	const when, host = "10.0 s from 2026-01-01 00:00:00 UTC", "host vm (kernel 6.18.44-fc-v1045, 2 CPUs) · status ok"
+	for name, c := range map[string]struct {
+		config map[string]any
+		want   string
+	}{
+		"send":    {nil, "netprof bench · 4 streams · " + when + "\n  " + host},
+		"bidir":   {map[string]any{"direction": "bidir"}, "netprof bench · bidir, 4 streams each way (8 in all) · " + when + "\n  " + host},
+		"reverse": {map[string]any{"direction": "reverse", "streams": float64(1)}, "netprof bench · reverse (the far end sends), 1 stream · " + when + "\n  " + host},
+		"rtt":     {map[string]any{"rtt_ns": float64(5e6)}, "netprof bench · 4 streams · --rtt 5ms delay line · " + when + "\n  " + host},
+		"peer": {map[string]any{"peer": "10.0.0.5:5000", "direction": "bidir", "streams": float64(16)},
+			"netprof bench · bidir, 16 streams each way (32 in all) · --peer 10.0.0.5:5000\n  " + when + " · " + host},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := buildWith(t, analysistest.Scenario{}, Options{}, func(m *trace.Manifest, _ []trace.CPURow) {
+				m.Host, m.Kernel = "vm", "6.18.44-fc-v1045"
+				for k, v := range c.config {
+					m.Config[k] = v
+				}
+			})
+			if out := summaryText(t, r); !strings.HasPrefix(out, c.want+"\nrated link speed ") {
+				t.Errorf("header is not\n%s\n%s", c.want, out)
+			}
+		})
+	}
+}
+
+// A bidir run's application rows add both directions' payload (here 4
+// streams each way, each direction 5 Gbit/s: the scenario's 10 Gbit/s of
+// receiver rows), while an interface counts one direction: the rows say
+// so, on the first screen and in the full report.
+func TestSummaryBidirRows(t *testing.T) {
+	r := buildWith(t, analysistest.Scenario{}, Options{}, func(m *trace.Manifest, _ []trace.CPURow) {
+		m.Config["direction"] = "bidir"
+	})
+	out := summaryText(t, r)
+	for _, want := range []string{
+		"  rx application (receiver payload, both directions)",
+		"  tx application (sender payload, both directions)",
+		"  bidir: the application rows add both directions' payload (4 streams each way); each interface row\n" +
+			"         counts one direction's data: rx what veth-b received, tx what veth-a sent\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if full := text(t, r); !strings.Contains(full, "\napplication (receiver payload, both directions)  ") ||
+		!strings.Contains(full, "\n  bidir: the application rows add both directions' payload") {
+		t.Errorf("full report lacks the bidir labels:\n%s", full)
+	}
+	// Other runs keep the plain labels and no bidir line.
+	if out := summaryText(t, scen(t, analysistest.Scenario{}, Options{})); strings.Contains(out, "both directions") ||
+		strings.Contains(out, "bidir") {
+		t.Errorf("a one-way run mentions bidir:\n%s", out)
+	}
+}

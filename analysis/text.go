@@ -254,6 +254,9 @@ func (r *Report) writeDirection(p *printer, d *Direction, role string) {
 		p.table(rows)
 	}
 	r.writeActive(p, d)
+	if b := r.bidirText(); b != "" {
+		p.line("  %s", b)
+	}
 	if g := d.Gap; g != nil {
 		p.line("  application vs wire: %s", gapLine(g))
 	}
@@ -340,8 +343,8 @@ func intervals(n int) string {
 	return fmt.Sprintf("%d intervals", n)
 }
 
-// plural returns one for n == 1, else many.
-func plural(n int, one, many string) string {
+// oneMany returns one for n == 1, else many.
+func oneMany(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

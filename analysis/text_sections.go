@@ -108,7 +108,7 @@ func (r *Report) writePeers(p *printer) {
 	bytesOff := r.FlowBytesOff() != ""
 	for i, x := range r.Peers {
 		if i == TextFlows {
-			p.line("  (%d more %s in --json)", len(r.Peers)-TextFlows, plural(len(r.Peers)-TextFlows, "peer", "peers"))
+			p.line("  (%d more %s in --json)", len(r.Peers)-TextFlows, oneMany(len(r.Peers)-TextFlows, "peer", "peers"))
 			break
 		}
 		rows = append(rows, append(append([]string{"  " + x.Peer, fmt.Sprint(x.Flows)}, rttCells(x.RTT)...),
