@@ -32,9 +32,12 @@ type CompareRow struct {
 	RetxPerGB    float64
 	RetxFraction float64
 	// BusiestCPU is the busiest CPU (-1 unknown) and BusiestShare its
-	// NET_RX softirq share over the steady state.
+	// share over the report's CPU window of what HotSource counts: NET_RX
+	// softirq time (HotNetRx, the softirq probe) or softirq of every
+	// vector (HotAllSoftirq, /proc/stat, when the probe did not run).
 	BusiestCPU   int
 	BusiestShare float64
+	HotSource    string
 	// Verdicts are the rules that fired.
 	Verdicts []string
 }
@@ -79,7 +82,7 @@ func CompareRowOf(r *Report) CompareRow {
 	}
 	for _, c := range r.CPUs {
 		if c.CPU == r.BusiestCPU {
-			row.BusiestCPU, row.BusiestShare = c.CPU, r.HotShare(c)
+			row.BusiestCPU, row.BusiestShare, row.HotSource = c.CPU, r.HotShare(c), r.HotSource
 		}
 	}
 	return row
@@ -87,7 +90,8 @@ func CompareRowOf(r *Report) CompareRow {
 
 // Compare lines up rows in the order given and flags each consecutive
 // pair whose steady state changed by at most CompareFlat, with no core
-// saturated by NET_RX softirq in the second, while retransmits per GB
+// saturated by softirq in the second (NET_RX, or every vector where that
+// is all the run measured: an upper bound that can only hold a flag back), while retransmits per GB
 // (else in total) grew at least CompareRetxFactor times, or, when the
 // second run has more streams, stayed high (>= RetxHigh of segments sent in
 // both runs) and did not fall.

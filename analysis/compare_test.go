@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -64,5 +65,72 @@ func TestCompareLimiterHighRetx(t *testing.T) {
 	hot := func(_, cpu int) float64 { return map[bool]float64{true: 0.95, false: 0.1}[cpu == 0] }
 	if c := Compare([]CompareRow{row(2, 0.01, hot), row(8, 0.05, hot)}, Thresholds{}, Decimal); len(c.Flags) != 0 {
 		t.Errorf("saturated core flagged as a limiter: %+v", c.Flags)
+	}
+}
+
+// The busiest CPU column says what it counts: NET_RX time when the softirq
+// probe ran, /proc/stat's softirq of every vector when it did not (bench's
+// default probes); runs of both kinds side by side name the source per
+// cell, and the JSON keeps the two shares under their own keys.
+func TestCompareHotSource(t *testing.T) {
+	netRx := func(dir string) CompareRow { // NET_RX 30% on CPU 0 (analysistest's default)
+		r := scen(t, analysistest.Scenario{}, Options{})
+		r.Dir = dir
+		return CompareRowOf(r)
+	}
+	procStat := func(dir string) CompareRow { // every vector: 62% on CPU 1, 5% elsewhere
+		r := scen(t, analysistest.Scenario{NoSoftirqProbe: true, ProcStat: func(_, c int) (float64, float64) {
+			if c == 1 {
+				return 0.62, 0.9
+			}
+			return 0.05, 0.3
+		}}, Options{})
+		r.Dir = dir
+		return CompareRowOf(r)
+	}
+	text := func(rows ...CompareRow) string {
+		var b strings.Builder
+		if err := Compare(rows, Thresholds{}, Decimal).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name      string
+		rows      []CompareRow
+		want, not []string
+	}{
+		{"bpf", []CompareRow{netRx("a"), netRx("b")},
+			[]string{"busiest CPU NET_RX %", "30.0 (CPU 0)", "NET_RX = " + HotNetRx},
+			[]string{"all-vector", "/proc/stat", "measured it differently"}},
+		{"proc", []CompareRow{procStat("a"), procStat("b")},
+			[]string{"busiest CPU all-vector softirq %", "62.0 (CPU 1)", "all-vector softirq = " + HotAllSoftirq},
+			[]string{"NET_RX %", "NET_RX =", "30.0", "measured it differently"}},
+		{"mixed", []CompareRow{netRx("a"), procStat("b")},
+			[]string{"busiest CPU softirq %", "30.0 (CPU 0, NET_RX)", "62.0 (CPU 1, all-vector softirq)",
+				"NET_RX = " + HotNetRx, "all-vector softirq = " + HotAllSoftirq, "measured it differently"},
+			[]string{"busiest CPU NET_RX %"}},
+	} {
+		out := text(tc.rows...)
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: compare lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: compare has %q:\n%s", tc.name, n, out)
+			}
+		}
+	}
+	j := Compare([]CompareRow{netRx("a"), procStat("b")}, Thresholds{}, Decimal).JSON()
+	a, b := j.Runs[0], j.Runs[1]
+	if a.BusiestNetRxPct == nil || math.Abs(*a.BusiestNetRxPct-30) > 1e-6 || a.BusiestAllSoftirqPct != nil || a.BusiestCounts != HotNetRx {
+		t.Errorf("bpf run JSON: net_rx %v all %v counts %q, want 30%% NET_RX only", a.BusiestNetRxPct, a.BusiestAllSoftirqPct, a.BusiestCounts)
+	}
+	if b.BusiestAllSoftirqPct == nil || math.Abs(*b.BusiestAllSoftirqPct-62) > 1e-6 || b.BusiestNetRxPct != nil ||
+		b.BusiestCounts != HotAllSoftirq || b.BusiestCPU == nil || *b.BusiestCPU != 1 {
+		t.Errorf("proc run JSON: net_rx %v all %v counts %q cpu %v, want 62%% all-vector on CPU 1 only",
+			b.BusiestNetRxPct, b.BusiestAllSoftirqPct, b.BusiestCounts, b.BusiestCPU)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -21,10 +22,11 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if withRTT {
 		head = append(head, "rtt")
 	}
+	sources := c.hotSources()
 	rows := [][]string{append(head, "steady state", "counter", "sender retx", "retx per GB",
-		"busiest CPU NET_RX %", "verdicts")}
+		busiestHeader(sources), "verdicts")}
 	for _, r := range c.Rows {
-		steady, retx, perGB, cpu := na("no steady state"), na("not recorded"), "-", "-"
+		steady, retx, perGB, cpu := na("no steady state"), na("not recorded"), "-", na("no cpus rows")
 		if r.SteadyBps > 0 {
 			steady = u.FormatRate(r.SteadyBps)
 		}
@@ -36,6 +38,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		if r.BusiestCPU >= 0 {
 			cpu = fmt.Sprintf("%.1f (CPU %d)", 100*r.BusiestShare, r.BusiestCPU)
+			if len(sources) > 1 {
+				cpu = fmt.Sprintf("%.1f (CPU %d, %s)", 100*r.BusiestShare, r.BusiestCPU, HotSourceShort(r.HotSource))
+			}
 		}
 		row := []string{r.Dir, intOrDash(r.Streams), bytesOrDash(r.BlockSize), r.windowText()}
 		if withRTT {
@@ -49,10 +54,13 @@ func (c *Comparison) WriteText(w io.Writer) error {
 			orDash(strings.Join(r.Verdicts, ", "))))
 	}
 	p.table(rows)
+	if len(sources) > 0 {
+		p.line("%s", busiestLegend(sources))
+	}
 	p.line("")
 	if len(c.Flags) == 0 {
 		p.line("no rate-limiter signature (steady state within %s while retransmits grow >= x%.1f, or stay >= %s of "+
-			"segments with more streams, between consecutive runs; no core at >= %s NET_RX softirq)",
+			"segments with more streams, between consecutive runs; no core at >= %s softirq, as the busiest CPU column counts it)",
 			pct(c.Thresholds.CompareFlat), c.Thresholds.CompareRetxFactor, pct(c.Thresholds.RetxHigh), pct(c.Thresholds.SoftirqShare))
 		return p.err
 	}
@@ -60,6 +68,55 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		p.line("%s -> %s: %s", c.Rows[f.From].Dir, c.Rows[f.To].Dir, f.Summary)
 	}
 	return p.err
+}
+
+// hotSources returns the distinct hot-core sources of the rows with a
+// busiest CPU, in row order.
+func (c *Comparison) hotSources() []string {
+	var out []string
+	for _, r := range c.Rows {
+		if r.BusiestCPU >= 0 && r.HotSource != "" && !slices.Contains(out, r.HotSource) {
+			out = append(out, r.HotSource)
+		}
+	}
+	return out
+}
+
+// HotSourceShort names a hot-core source (Report.HotSource) in a column
+// header or a table cell: "NET_RX" (the softirq probe's NET_RX time) or
+// "all-vector softirq" (/proc/stat's softirq of every vector).
+func HotSourceShort(src string) string {
+	switch src {
+	case HotNetRx:
+		return "NET_RX"
+	case HotAllSoftirq:
+		return "all-vector softirq"
+	}
+	return "softirq"
+}
+
+// busiestHeader is the busiest CPU column's header: named by the source
+// when every run has the same, else generic (each cell then names its
+// own).
+func busiestHeader(sources []string) string {
+	if len(sources) == 1 {
+		return "busiest CPU " + HotSourceShort(sources[0]) + " %"
+	}
+	return "busiest CPU softirq %"
+}
+
+// busiestLegend says what the busiest CPU column counts, and that runs
+// measured differently are not comparable in it.
+func busiestLegend(sources []string) string {
+	var what []string
+	for _, s := range sources {
+		what = append(what, HotSourceShort(s)+" = "+s)
+	}
+	l := "busiest CPU %: share of its time over each run's steady state (else whole run): " + strings.Join(what, "; ")
+	if len(sources) > 1 {
+		l += "; the runs measured it differently (each cell names its source): an all-vector share is an upper bound of NET_RX, not comparable with it"
+	}
+	return l
 }
 
 // JSONComparison is the machine-readable comparison.
@@ -85,9 +142,14 @@ type JSONCompareRow struct {
 	SenderRetx      *uint64  `json:"sender_retransmits_segments"`
 	RetxPerGB       *float64 `json:"retransmits_per_gb_sent"`
 	RetxPct         *float64 `json:"retransmits_pct_of_segments_sent"`
-	BusiestCPU      *int     `json:"busiest_cpu"`
-	BusiestSharePct *float64 `json:"busiest_cpu_net_rx_softirq_pct"`
-	Verdicts        []string `json:"fired_verdicts"`
+	// BusiestCPU is the hot core; its share is NetRxPct when the softirq
+	// probe ran (NET_RX time), else AllSoftirqPct (/proc/stat, every
+	// vector), the other null; BusiestCounts names the source.
+	BusiestCPU           *int     `json:"busiest_cpu"`
+	BusiestNetRxPct      *float64 `json:"busiest_cpu_net_rx_softirq_pct"`
+	BusiestAllSoftirqPct *float64 `json:"busiest_cpu_all_softirq_pct"`
+	BusiestCounts        string   `json:"busiest_cpu_counts,omitempty"`
+	Verdicts             []string `json:"fired_verdicts"`
 }
 
 // JSONCompareFlag is a flagged pair (indexes into runs).
@@ -115,7 +177,12 @@ func (c *Comparison) JSON() JSONComparison {
 		}
 		if r.BusiestCPU >= 0 {
 			cpu := r.BusiestCPU
-			j.BusiestCPU, j.BusiestSharePct = &cpu, optF(100*r.BusiestShare, false)
+			j.BusiestCPU, j.BusiestCounts = &cpu, r.HotSource
+			if r.HotSource == HotAllSoftirq {
+				j.BusiestAllSoftirqPct = optF(100*r.BusiestShare, false)
+			} else {
+				j.BusiestNetRxPct = optF(100*r.BusiestShare, false)
+			}
 		}
 		out.Runs = append(out.Runs, j)
 	}

@@ -91,6 +91,10 @@ func (s Scenario) cpus(i int, end time.Time, ns int64, segs uint64) []trace.CPUR
 			sn, bn, tn := uint64(soft*float64(ns)), uint64(busy*float64(ns)), uint64(ns)
 			row.ProcSoftirqNs, row.ProcBusyNs, row.ProcTotalNs = &sn, &bn, &tn
 		}
+		if s.NoSoftirqProbe {
+			row.NetRxSoftirqNs, row.NetRxSoftirqCount, row.NetTxSoftirqNs, row.NetTxSoftirqCount = nil, nil, nil, nil
+			row.NapiPolls, row.NapiPackets, row.NapiBudgetExhausted = nil, nil, nil
+		}
 		if slices.Contains(s.IdleCPUs, c) {
 			row = trace.CPURow{Time: end, IntervalNs: ns, CPU: int32(c)}
 		}

@@ -49,6 +49,12 @@ type Scenario struct {
 	// vector) and busy shares of interval i: the cpus rows get proc_*
 	// columns (proc_total_ns = interval_ns); nil leaves them null.
 	ProcStat func(i, cpu int) (softirq, busy float64)
+	// NoSoftirqProbe records the run as bench's --probes default does:
+	// the softirq and napi programs not selected (listed in the manifest
+	// with trace.ReasonNotSelected) and the cpus rows' NET_RX/NET_TX time
+	// and NAPI columns null, so the hot core is /proc/stat's softirq of
+	// every vector (give ProcStat) and Softirq is not recorded.
+	NoSoftirqProbe bool
 	// PossibleCPUs is the machine's possible CPU count (default CPUs): the
 	// manifest lists CPUs 0..CPUs-1 online and 0..PossibleCPUs-1 possible.
 	// NeverOnlineRows adds the all-zero rows a netprof before the online
@@ -135,6 +141,11 @@ func (s Scenario) Manifest() trace.Manifest {
 	}
 	if s.LegacyManifest {
 		m.CPUsOnline, m.CPUsPossible = "", ""
+	}
+	if s.NoSoftirqProbe {
+		for _, p := range [][2]string{{"np_si_entry", "irq:softirq_entry"}, {"np_si_exit", "irq:softirq_exit"}, {"np_nd_napi", "napi:napi_poll"}} {
+			m.Probes = append(m.Probes, trace.Probe{Name: p[0], Hook: p[1], Reason: trace.ReasonNotSelected})
+		}
 	}
 	return m
 }

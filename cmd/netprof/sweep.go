@@ -28,7 +28,8 @@ func sweepCommand(log *slog.Logger) *cli.Command {
 		Description: "Runs `netprof bench` once per combination (streams outermost), each with all of bench's other\n" +
 			"flags (local test bed, or --peer), writing each trace to a subdirectory of --out\n" +
 			"(streams4-block128KiB[-window4MiB]), then prints one table: configuration, peak, steady state and\n" +
-			"whole run (decimal Gbit/s, each run's primary counter), sender retransmits and the busiest CPU %,\n" +
+			"whole run (decimal Gbit/s, each run's primary counter), sender retransmits and the busiest CPU %\n" +
+			"(NET_RX softirq with the softirq probe, else /proc/stat's softirq of every vector; labelled so),\n" +
 			"and flags the rate-limiter signature between consecutive runs (as analyze --compare).\n" +
 			"A failed run is shown in the table and the sweep goes on (exit 1 at the end). Flags go before arguments.\n" +
 			"Examples: netprof sweep --streams 1,4,16,64 --duration 10s --out /tmp/sweep1\n" +

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/netprof/netprof/analysis"
@@ -36,10 +38,15 @@ type SweepLine struct {
 	SenderRetx     *uint64  `json:"sender_retransmits_segments"`
 	BusiestCPU     *int     `json:"busiest_cpu"`
 	BusiestCPUPct  *float64 `json:"busiest_cpu_pct"`
-	// BusiestSource says which share BusiestCPUPct is: NET_RX softirq
-	// over the steady state (BPF probe), else the median per-interval
-	// softirq share from /proc/stat (probes off).
+	// BusiestSource says which share BusiestCPUPct is (one of the Sweep*
+	// sources): NET_RX softirq over the steady state (the softirq probe),
+	// else softirq of every vector over the steady state (/proc/stat, as
+	// the report's hot core without that probe), else the median
+	// per-interval softirq share of every vector from the run's summary
+	// (/proc/stat) when the report has no cpus rows.
 	BusiestSource string `json:"busiest_cpu_source"`
+
+	reported bool // the run's trace was analysed
 }
 
 // SweepFlag is a pair of consecutive runs showing the rate-limiter
@@ -60,6 +67,7 @@ func NewSweepTable(rows []SweepRow) *SweepTable {
 			l.Error = r.Err.Error()
 		}
 		if r.Report != nil {
+			l.reported = true
 			cr := analysis.CompareRowOf(r.Report)
 			cmp = append(cmp, cr)
 			l.figures(r.Report, cr, r.Summary)
@@ -82,13 +90,37 @@ func (l *SweepLine) figures(r *analysis.Report, cr analysis.CompareRow, s *Summa
 	l.SenderRetx = cr.SenderRetx
 	if cr.BusiestCPU >= 0 {
 		c, p := cr.BusiestCPU, 100*cr.BusiestShare
-		l.BusiestCPU, l.BusiestCPUPct, l.BusiestSource = &c, &p, "NET_RX softirq, steady state (bpf)"
+		l.BusiestCPU, l.BusiestCPUPct, l.BusiestSource = &c, &p, SweepNetRx
+		if cr.HotSource == analysis.HotAllSoftirq {
+			l.BusiestSource = SweepAllSoftirq
+		}
 		return
 	}
 	if s != nil && len(s.CPU) > 0 && s.CPU[0].BusiestSoftIRQCPU >= 0 {
 		c, p := s.CPU[0].BusiestSoftIRQCPU, s.CPU[0].BusiestSoftIRQPct
-		l.BusiestCPU, l.BusiestCPUPct, l.BusiestSource = &c, &p, "softirq, median of intervals (/proc/stat)"
+		l.BusiestCPU, l.BusiestCPUPct, l.BusiestSource = &c, &p, SweepAllSoftirqMedian
 	}
+}
+
+// Sources of the sweep table's busiest CPU % (SweepLine.BusiestSource).
+const (
+	SweepNetRx            = "NET_RX softirq, steady state (bpf irq:softirq_entry/exit)"
+	SweepAllSoftirq       = "softirq of every vector, steady state (/proc/stat; NET_RX alone not measured)"
+	SweepAllSoftirqMedian = "softirq of every vector, median of intervals (/proc/stat; NET_RX alone not measured)"
+)
+
+// sweepSourceShort names a busiest CPU source in the column header or a
+// cell.
+func sweepSourceShort(src string) string {
+	switch src {
+	case SweepNetRx:
+		return "NET_RX"
+	case SweepAllSoftirq:
+		return "all-vector softirq"
+	case SweepAllSoftirqMedian:
+		return "all-vector softirq, interval median"
+	}
+	return "softirq"
 }
 
 func gb(bps float64) *float64 {
@@ -100,7 +132,12 @@ func gb(bps float64) *float64 {
 func (t *SweepTable) WriteText(w io.Writer) error {
 	fmt.Fprintln(w, "netprof sweep (decimal Gbit/s = 10^9 bit/s, of each run's primary counter; retransmits counted on the sender)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tstreams\tblock size\twindow\tpeak\tsteady state\twhole run\tcounter\tsender retx\tbusiest CPU %\tstatus")
+	sources := t.busiestSources()
+	head := "busiest CPU softirq %"
+	if len(sources) == 1 {
+		head = "busiest CPU " + sweepSourceShort(sources[0]) + " %"
+	}
+	fmt.Fprintln(tw, "run\tstreams\tblock size\twindow\tpeak\tsteady state\twhole run\tcounter\tsender retx\t"+head+"\tstatus")
 	for _, l := range t.Runs {
 		win := "auto"
 		if l.WindowBytes > 0 {
@@ -110,9 +147,15 @@ func (t *SweepTable) WriteText(w io.Writer) error {
 		if l.SenderRetx != nil {
 			retx = strconv.FormatUint(*l.SenderRetx, 10)
 		}
-		cpu := "n/a"
+		cpu := "n/a (no report)"
+		if l.reported {
+			cpu = "n/a (no cpus rows)"
+		}
 		if l.BusiestCPUPct != nil {
 			cpu = fmt.Sprintf("%.1f (CPU %d)", *l.BusiestCPUPct, *l.BusiestCPU)
+			if len(sources) > 1 {
+				cpu = fmt.Sprintf("%.1f (CPU %d, %s)", *l.BusiestCPUPct, *l.BusiestCPU, sweepSourceShort(l.BusiestSource))
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", filepath.Base(l.Dir), l.Streams, units.Size(l.BlockSizeBytes),
 			win, rate(l.PeakGbps), rate(l.SteadyGbps), rate(l.WholeRunGbps), orNA(l.Counter), retx, cpu, orNA(l.Status))
@@ -120,8 +163,16 @@ func (t *SweepTable) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if src := t.busiestSource(); src != "" {
-		fmt.Fprintln(w, "busiest CPU %: "+src)
+	if len(sources) > 0 {
+		var what []string
+		for _, src := range sources {
+			what = append(what, sweepSourceShort(src)+" = "+src)
+		}
+		l := "busiest CPU %: " + strings.Join(what, "; ")
+		if len(sources) > 1 {
+			l += "; the runs measured it differently (each cell names its source): an all-vector share is an upper bound of NET_RX, not comparable with it"
+		}
+		fmt.Fprintln(w, l)
 	}
 	for _, f := range t.Flags {
 		fmt.Fprintf(w, "%s -> %s: %s\n", filepath.Base(f.From), filepath.Base(f.To), f.Summary)
@@ -137,13 +188,15 @@ func rate(v *float64) string {
 	return fmt.Sprintf("%.3f", *v)
 }
 
-func (t *SweepTable) busiestSource() string {
+// busiestSources returns the distinct busiest CPU sources, in run order.
+func (t *SweepTable) busiestSources() []string {
+	var out []string
 	for _, l := range t.Runs {
-		if l.BusiestSource != "" {
-			return l.BusiestSource
+		if l.BusiestSource != "" && !slices.Contains(out, l.BusiestSource) {
+			out = append(out, l.BusiestSource)
 		}
 	}
-	return ""
+	return out
 }
 
 func (t *SweepTable) firstDir() string {
