@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -54,9 +56,12 @@ type FleetRow struct {
 	SentCounter     string  `json:"sent_counter,omitempty"`
 	ReceivedBytes   *uint64 `json:"received_bytes"`
 	ReceivedCounter string  `json:"received_counter,omitempty"`
-	// EgressCost is SentBytes / 10^9 × the egress price; nil without a
-	// price or sent bytes.
+	// EgressCost is SentBytes / 10^9 × the egress price, for a run whose
+	// traffic crossed an interface towards another host; nil without a
+	// price, and then, with a price, EgressNA says why: traffic that
+	// stayed on this host (NoEgress) or no sent bytes recorded here.
 	EgressCost *float64 `json:"egress_cost"`
+	EgressNA   string   `json:"egress_cost_na,omitempty"`
 
 	// Verdicts are the rules that fired.
 	Verdicts []string `json:"verdicts"`
@@ -130,10 +135,89 @@ func FleetRowOf(run string, r *Report, price *EgressPrice) FleetRow {
 	}
 	row.SentBytes, row.SentCounter = directionBytes(&r.Tx)
 	row.ReceivedBytes, row.ReceivedCounter = directionBytes(&r.Rx)
-	if price != nil && row.SentBytes != nil {
-		row.EgressCost = fptr(float64(*row.SentBytes) / 1e9 * price.PerGB)
+	if price != nil {
+		switch why := NoEgress(r); {
+		case why != "":
+			row.EgressNA = why
+		case row.SentBytes == nil:
+			row.EgressNA = "no sending interface recorded on this host"
+		default:
+			row.EgressCost = fptr(float64(*row.SentBytes) / 1e9 * price.PerGB)
+		}
 	}
 	return row
+}
+
+// Reasons a run's sent bytes are not egress (NoEgress).
+const (
+	NoEgressTestBed  = "local test bed: no egress"
+	NoEgressLoopback = "loopback: no egress"
+	NoEgressBlob     = "blob endpoint on this host: no egress"
+)
+
+// NoEgress says why the run's sent bytes are not egress — its traffic never
+// left this host — or returns "" when they may be priced (bench --peer,
+// blob to a remote endpoint, watch and blob on a real interface):
+//   - a bench (or sweep) run without a peer ran on the local test bed: a
+//     veth pair or netprof's delay line between two namespaces of one host;
+//   - the sending interface is the loopback device (a peer or endpoint at
+//     one of this host's addresses is routed over it);
+//   - a blob run whose every endpoint is this host (localhost, 127.0.0.0/8,
+//     ::1: an emulator), whatever interface it counted.
+//
+// The DuckDB query of docs/fleet.md applies the same rules.
+func NoEgress(r *Report) string {
+	cfg := r.Manifest.Config
+	cmd := configString(cfg, "command")
+	switch {
+	case cmd == "bench" && configString(cfg, "peer") == "":
+		return NoEgressTestBed
+	case r.Tx.Loopback || r.Tx.Iface == "lo":
+		return NoEgressLoopback
+	case strings.HasPrefix(cmd, "blob") && blobHostsLocal(cfg):
+		return NoEgressBlob
+	}
+	return ""
+}
+
+// blobHostsLocal reports whether a blob run's config lists targets and
+// every target's host (host:port) is this host: localhost, an IPv4
+// loopback address or ::1.
+func blobHostsLocal(cfg map[string]any) bool {
+	var hosts []string
+	switch ts := cfg["targets"].(type) {
+	case []map[string]any:
+		for _, t := range ts {
+			h, _ := t["host"].(string)
+			hosts = append(hosts, h)
+		}
+	case []any:
+		for _, t := range ts {
+			m, _ := t.(map[string]any)
+			h, _ := m["host"].(string)
+			hosts = append(hosts, h)
+		}
+	}
+	for _, h := range hosts {
+		if !localHost(h) {
+			return false
+		}
+	}
+	return len(hosts) > 0
+}
+
+// localHost reports whether hostport (host[:port]) names this host by a
+// loopback name or address.
+func localHost(hostport string) bool {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	if h == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback() && (a.Is4() || a == netip.IPv6Loopback())
 }
 
 // directionBytes returns what a direction's interface counted over the
@@ -164,11 +248,18 @@ type FleetJSON struct {
 // FleetTotals adds the runs up (runs that could not be read count in
 // Failed only).
 type FleetTotals struct {
-	Runs          int      `json:"runs"`
-	Failed        int      `json:"failed"`
-	SentBytes     uint64   `json:"sent_bytes"`
-	ReceivedBytes uint64   `json:"received_bytes"`
+	Runs          int    `json:"runs"`
+	Failed        int    `json:"failed"`
+	SentBytes     uint64 `json:"sent_bytes"`
+	ReceivedBytes uint64 `json:"received_bytes"`
+	// With a price: EgressCost adds up the priced runs' costs,
+	// EgressBytes their sent bytes (EgressCost = EgressBytes / 10^9 ×
+	// price), EgressRuns counts them and NotEgressRuns the runs left
+	// unpriced (EgressNA set).
 	EgressCost    *float64 `json:"egress_cost"`
+	EgressBytes   *uint64  `json:"egress_bytes,omitempty"`
+	EgressRuns    *int     `json:"egress_runs,omitempty"`
+	NotEgressRuns *int     `json:"not_egress_runs,omitempty"`
 	// PricePerGB and Currency are the price given (per 10^9 bytes sent).
 	PricePerGB *float64 `json:"egress_price_per_gb"`
 	Currency   string   `json:"currency,omitempty"`
@@ -189,6 +280,8 @@ func NewFleet(rows []FleetRow, price *EgressPrice, u Units) *Fleet {
 func (f *Fleet) Totals() FleetTotals {
 	t := FleetTotals{Runs: len(f.Rows)}
 	var cost float64
+	var egress uint64
+	var priced, unpriced int
 	for _, r := range f.Rows {
 		if r.Err != "" {
 			t.Failed++
@@ -200,12 +293,18 @@ func (f *Fleet) Totals() FleetTotals {
 		if r.ReceivedBytes != nil {
 			t.ReceivedBytes += *r.ReceivedBytes
 		}
-		if r.EgressCost != nil {
+		switch {
+		case r.EgressCost != nil:
 			cost += *r.EgressCost
+			egress += *r.SentBytes
+			priced++
+		case r.EgressNA != "":
+			unpriced++
 		}
 	}
 	if f.Price != nil {
 		t.EgressCost, t.PricePerGB, t.Currency = fptr(cost), fptr(f.Price.PerGB), f.Price.Currency
+		t.EgressBytes, t.EgressRuns, t.NotEgressRuns = fptr(egress), fptr(priced), fptr(unpriced)
 	}
 	return t
 }
@@ -230,6 +329,9 @@ func (f *Fleet) WriteText(w io.Writer) error {
 		c := ""
 		if f.Price != nil {
 			c = "\t" + fleetOpt(r.EgressCost, func(v float64) string { return fmt.Sprintf("%.4f", v) })
+			if r.EgressCost == nil && r.EgressNA != "" {
+				c = "\tn/a (" + r.EgressNA + ")"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n",
 			r.Run, r.Host, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Seconds,
@@ -242,25 +344,34 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	}
 	t := f.Totals()
 	fmt.Fprintf(w, "\n%d runs (%d unreadable); rates in %s of each run's primary counter (peak interval, steady-state median, whole run); "+
-		"hot core = busiest CPU's softirq share over the CPU window; sent/received = the sending/receiving interface's bytes over every interval (netlink, L2 headers included)\n",
+		"hot core = busiest CPU's softirq share over the CPU window (NET_RX time from the softirq probe, else every vector from /proc/stat); sent/received = the sending/receiving interface's bytes over every interval (netlink, L2 headers included)\n",
 		t.Runs, t.Failed, u.RateUnitLong())
 	fmt.Fprintf(w, "total sent %s, received %s", u.FormatBytes(float64(t.SentBytes)), u.FormatBytes(float64(t.ReceivedBytes)))
 	if t.EgressCost != nil {
-		fmt.Fprintf(w, "; egress cost %.2f %s (sent bytes / 10^9 × %g %s per GB)", *t.EgressCost, t.Currency, *t.PricePerGB, t.Currency)
+		fmt.Fprintf(w, "; egress cost %.2f %s (%s sent by the %s whose traffic left this host, / 10^9 × %g %s per GB",
+			*t.EgressCost, t.Currency, u.FormatBytes(float64(*t.EgressBytes)), runsText(*t.EgressRuns), *t.PricePerGB, t.Currency)
+		if *t.NotEgressRuns > 0 {
+			fmt.Fprintf(w, "; %s not priced, n/a: traffic that stayed on this host, or none sent from it", runsText(*t.NotEgressRuns))
+		}
+		fmt.Fprint(w, ")")
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// runsText is "1 run" or "n runs".
+func runsText(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }
 
 func hotText(r FleetRow) string {
 	if r.BusiestCPU == nil || r.BusiestShare == nil {
 		return "n/a"
 	}
-	what := "NET_RX"
-	if r.HotSource == HotAllSoftirq {
-		what = "softirq"
-	}
-	return fmt.Sprintf("cpu%d %.0f%% %s", *r.BusiestCPU, 100**r.BusiestShare, what)
+	return fmt.Sprintf("cpu%d %.0f%% %s", *r.BusiestCPU, 100**r.BusiestShare, HotSourceShort(r.HotSource))
 }
 
 func optRate(u Units, v *float64) string { return fleetOpt(v, u.FormatRate) }

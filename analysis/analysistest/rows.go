@@ -39,7 +39,7 @@ func (s Scenario) flows(i int, end time.Time, ns int64, k int, per, segs uint64)
 		}
 	}
 	return []trace.FlowRow{{
-		Time: end, IntervalNs: ns, Netns: SenderNetns, Ifindex: 2, Ifname: "veth-a", Family: 4, Proto: 6,
+		Time: end, IntervalNs: ns, Netns: SenderNetns, Ifindex: 2, Ifname: s.SenderIface, Family: 4, Proto: 6,
 		SrcAddr: SenderAddr, SrcPort: streamPort(k), DstAddr: ReceiverAddr, DstPort: ReceiverPort,
 		TxBytes: l2, TxPackets: segs, TxSkbs: skbs, TxWireBytes: wire, RxBytes: acks * 66, RxPackets: acks,
 		RxSkbs: acks, RxWireBytes: acks * 66, Retransmits: retx, RTTSamples: samples,
@@ -54,7 +54,7 @@ func (s Scenario) flows(i int, end time.Time, ns int64, k int, per, segs uint64)
 	}}
 }
 
-// ifaces returns both interfaces' rows: veth-a sends, veth-b receives.
+// ifaces returns both interfaces' rows: SenderIface (veth-a) sends, veth-b receives.
 func (s Scenario) ifaces(end time.Time, ns int64, app, segs uint64) []trace.IfaceRow {
 	skbs := (segs + skbSegs - 1) / skbSegs
 	l2 := app + skbs*s.hdr()
@@ -62,7 +62,7 @@ func (s Scenario) ifaces(end time.Time, ns int64, app, segs uint64) []trace.Ifac
 	acks := segs / 2
 	ackB := acks * 66
 	return []trace.IfaceRow{
-		{Time: end, IntervalNs: ns, Netns: SenderNetns, Ifname: "veth-a", Ifindex: 2, Driver: "veth",
+		{Time: end, IntervalNs: ns, Netns: SenderNetns, Ifname: s.SenderIface, Ifindex: 2, Driver: s.SenderDriver,
 			TxBytes: l2, TxPackets: skbs, RxBytes: ackB, RxPackets: acks,
 			BpfTxBytes: &l2, BpfTxPackets: &segs, BpfTxSkbs: &skbs, BpfTxWireBytes: &wire,
 			BpfRxBytes: &ackB, BpfRxPackets: &acks, BpfRxSkbs: &acks, BpfRxWireBytes: &ackB},

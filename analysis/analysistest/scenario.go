@@ -1,6 +1,6 @@
 // Package analysistest generates synthetic netprof traces for tests and
 // benchmarks of package analysis: a TCP transfer between two namespaces
-// (sender 198.18.0.1 on veth-a, receiver 198.18.0.2 on veth-b) whose rate,
+// (sender 198.18.0.1 on veth-a, or Scenario.SenderIface, receiver 198.18.0.2 on veth-b) whose rate,
 // softirq load, RTT, window and retransmits follow the Scenario's
 // functions, with every table consistent (application bytes, interface and
 // wire bytes from MTU/MSS, per-flow segments).
@@ -8,6 +8,7 @@ package analysistest
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/netprof/netprof/trace"
@@ -55,6 +56,13 @@ type Scenario struct {
 	// and NAPI columns null, so the hot core is /proc/stat's softirq of
 	// every vector (give ProcStat) and Softirq is not recorded.
 	NoSoftirqProbe bool
+	// SenderIface and SenderDriver name the sending interface and its
+	// driver in the rows and the manifest (default veth-a, veth: the local
+	// test bed's), e.g. eth0/mlx5_core for a run to a peer, lo/loopback.
+	SenderIface, SenderDriver string
+	// Config holds manifest config keys set over the default's (command
+	// bench, streams, block_size), e.g. "peer" or "command": "watch".
+	Config map[string]any
 	// PossibleCPUs is the machine's possible CPU count (default CPUs): the
 	// manifest lists CPUs 0..CPUs-1 online and 0..PossibleCPUs-1 possible.
 	// NeverOnlineRows adds the all-zero rows a netprof before the online
@@ -112,6 +120,12 @@ func (s Scenario) withDefaults() Scenario {
 	if s.WindowRatio == 0 {
 		s.WindowRatio = 0.5
 	}
+	if s.SenderIface == "" {
+		s.SenderIface = "veth-a"
+	}
+	if s.SenderDriver == "" {
+		s.SenderDriver = "veth"
+	}
 	return s
 }
 
@@ -134,11 +148,12 @@ func (s Scenario) Manifest() trace.Manifest {
 		CPUCount: s.CPUs, CPUsOnline: cpuRange(s.CPUs), CPUsPossible: cpuRange(s.PossibleCPUs),
 		IntervalNs: s.Interval.Nanoseconds(), Status: trace.StatusOK,
 		Interfaces: []trace.Interface{
-			{Name: "veth-a", Index: 2, Netns: SenderNetns, Driver: "veth", MTU: s.MTU, RatedSpeedMbps: rated, Role: trace.RoleSender},
+			{Name: s.SenderIface, Index: 2, Netns: SenderNetns, Driver: s.SenderDriver, MTU: s.MTU, RatedSpeedMbps: rated, Role: trace.RoleSender},
 			{Name: "veth-b", Index: 2, Netns: RecvNetns, Driver: "veth", MTU: s.MTU, RatedSpeedMbps: rated, Role: trace.RoleReceiver},
 		},
 		Config: map[string]any{"command": "bench", "streams": float64(s.Streams), "block_size": float64(s.BlockSize)},
 	}
+	maps.Copy(m.Config, s.Config)
 	if s.LegacyManifest {
 		m.CPUsOnline, m.CPUsPossible = "", ""
 	}

@@ -43,7 +43,8 @@ func analyzeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "fleet", Usage: "one row per run (host, start, peak / steady / whole run, hot core, RTT floor, retransmits, bytes, verdicts) " +
 				"for every run directory under each argument: run directories, trees of them (e.g. the host=/date=/run= layout of --upload), " +
 				"or a container URL [/prefix] of such a tree (downloaded to a temporary directory; credentials as for `blob`)", EnvVars: []string{"NETPROF_FLEET"}},
-			&cli.StringFlag{Name: "egress-price", Usage: "with --fleet: price per decimal GB (10^9 bytes) sent, with its currency, e.g. 0.087USD: each run's and the total egress cost", EnvVars: []string{"NETPROF_EGRESS_PRICE"}},
+			&cli.StringFlag{Name: "egress-price", Usage: "with --fleet: price per decimal GB (10^9 bytes) sent, with its currency, e.g. 0.087USD: each run's and the total egress cost, " +
+				"for runs whose traffic left this host (a local test bed, loopback or blob emulator run is n/a: no egress)", EnvVars: []string{"NETPROF_EGRESS_PRICE"}},
 			&cli.StringFlag{Name: "auth", Value: string(blob.AuthAuto), Usage: "with --fleet CONTAINER_URL: auto, shared-key, sas, entra or anonymous", EnvVars: []string{"NETPROF_AUTH"}},
 		},
 		Action: analyzeAction,

@@ -26,19 +26,26 @@ type fleetScenario struct {
 	name           string
 	s              analysistest.Scenario
 	sent, received uint64
+	// noEgress is why the run's sent bytes are not egress ("" priced).
+	noEgress string
 }
 
 // writeFleet writes three runs in upload's host=/date=/run= layout and
-// one broken run directory under root.
+// one broken run directory under root: b went to a peer over a NIC (its
+// sent bytes are egress), a ran on the local test bed and c pushed to a
+// blob emulator on this host (neither left the host).
 func writeFleet(t *testing.T, root string) []fleetScenario {
 	t.Helper()
 	day := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	runs := []fleetScenario{
 		{name: "host=synthetic/date=2026-03-01/run=b", s: analysistest.Scenario{Start: day.Add(time.Hour), Intervals: 8,
-			RateBps: func(int) float64 { return 20e9 }}},
+			RateBps: func(int) float64 { return 20e9 }, SenderIface: "eth0", SenderDriver: "mlx5_core",
+			Config: map[string]any{"peer": "10.0.0.5:5000"}}},
 		{name: "host=synthetic/date=2026-03-01/run=a", s: analysistest.Scenario{Start: day, Intervals: 6,
-			RateBps: func(int) float64 { return 5e9 }}},
-		{name: "host=synthetic/date=2026-03-02/run=c", s: analysistest.Scenario{Start: day.Add(24 * time.Hour), Intervals: 10}},
+			RateBps: func(int) float64 { return 5e9 }}, noEgress: analysis.NoEgressTestBed},
+		{name: "host=synthetic/date=2026-03-02/run=c", s: analysistest.Scenario{Start: day.Add(24 * time.Hour), Intervals: 10,
+			SenderIface: "eth0", SenderDriver: "hv_netvsc", Config: map[string]any{"command": "blob push",
+				"targets": []map[string]any{{"stream": 0, "host": "127.0.0.1:10000"}}}}, noEgress: analysis.NoEgressBlob},
 	}
 	for i := range runs {
 		r := &runs[i]
@@ -70,7 +77,9 @@ func writeFleet(t *testing.T, root string) []fleetScenario {
 
 // checkFleet compares the --json fleet with the scenarios: one row per
 // run in start order (the broken one, without start, first), bytes equal
-// to the rows' sums, cost = sent / 10^9 × price, the totals adding up.
+// to the rows' sums, cost = sent / 10^9 × price for the run whose traffic
+// left the host and n/a with the reason for the others, the totals adding
+// up.
 func checkFleet(t *testing.T, out string, runs []fleetScenario, price float64, nameOf func(string) string) {
 	t.Helper()
 	var f analysis.FleetJSON
@@ -81,7 +90,7 @@ func checkFleet(t *testing.T, out string, runs []fleetScenario, price float64, n
 		t.Fatalf("rows %d, totals %+v, first row error %q; want 4 rows, the broken one first", len(f.Runs), f.Totals, f.Runs[0].Err)
 	}
 	order := []int{1, 0, 2} // by start
-	var sent, received uint64
+	var sent, received, egress uint64
 	for i, k := range order {
 		got, want := f.Runs[i+1], runs[k]
 		sent, received = sent+want.sent, received+want.received
@@ -95,23 +104,36 @@ func checkFleet(t *testing.T, out string, runs []fleetScenario, price float64, n
 		if !strings.Contains(got.SentCounter, "netlink") {
 			t.Errorf("%s: sent counter %q, want the interface's netlink counter", got.Run, got.SentCounter)
 		}
-		wantCost := float64(want.sent) / 1e9 * price
-		if got.EgressCost == nil || math.Abs(*got.EgressCost-wantCost) > 1e-9 {
-			t.Errorf("%s: egress cost %v, want %.6f", got.Run, got.EgressCost, wantCost)
+		if want.noEgress != "" {
+			if got.EgressCost != nil || got.EgressNA != want.noEgress {
+				t.Errorf("%s: egress cost %v (n/a %q), want n/a %q", got.Run, got.EgressCost, got.EgressNA, want.noEgress)
+			}
+		} else {
+			egress += want.sent
+			wantCost := float64(want.sent) / 1e9 * price
+			if got.EgressCost == nil || math.Abs(*got.EgressCost-wantCost) > 1e-9 || got.EgressNA != "" {
+				t.Errorf("%s: egress cost %v (n/a %q), want %.6f", got.Run, got.EgressCost, got.EgressNA, wantCost)
+			}
 		}
 		rate := 10e9
 		if want.s.RateBps != nil {
 			rate = want.s.RateBps(0)
 		}
-		if got.SteadyBps == nil || math.Abs(*got.SteadyBps-rate) > 0.01*rate || got.Command != "bench" || got.Streams != 4 ||
+		command := "bench"
+		if c, ok := want.s.Config["command"].(string); ok {
+			command = c
+		}
+		if got.SteadyBps == nil || math.Abs(*got.SteadyBps-rate) > 0.01*rate || got.Command != command || got.Streams != 4 ||
 			got.BusiestCPU == nil || got.RTTFloorUs == nil || *got.RTTFloorUs != 40 {
 			t.Errorf("%s: steady %v (want %.0f bit/s ±1%%), command %q streams %d, busiest %v, RTT floor %v (want 40 µs)",
 				got.Run, got.SteadyBps, rate, got.Command, got.Streams, got.BusiestCPU, got.RTTFloorUs)
 		}
 	}
 	if f.Totals.SentBytes != sent || f.Totals.ReceivedBytes != received || f.Totals.EgressCost == nil ||
-		math.Abs(*f.Totals.EgressCost-float64(sent)/1e9*price) > 1e-9 || f.Totals.Currency != "USD" {
-		t.Errorf("totals %+v, want sent %d received %d cost %.6f USD", f.Totals, sent, received, float64(sent)/1e9*price)
+		math.Abs(*f.Totals.EgressCost-float64(egress)/1e9*price) > 1e-9 || f.Totals.Currency != "USD" ||
+		f.Totals.EgressBytes == nil || *f.Totals.EgressBytes != egress || *f.Totals.EgressRuns != 1 || *f.Totals.NotEgressRuns != 2 {
+		t.Errorf("totals %+v, want sent %d received %d, egress %d B of 1 run (2 not priced) costing %.6f USD",
+			f.Totals, sent, received, egress, float64(egress)/1e9*price)
 	}
 }
 
@@ -127,7 +149,8 @@ func TestAnalyzeFleet(t *testing.T) {
 
 	code, out, stderr = runBin(t, bin, nil, "analyze", "--fleet", "--egress-price", "0.05 usd/GB", root)
 	if code != 0 || !strings.Contains(out, "egress USD") || !strings.Contains(out, "4 runs (1 unreadable)") ||
-		!strings.Contains(out, "host=synthetic/date=2026-03-01/run=a") {
+		!strings.Contains(out, "host=synthetic/date=2026-03-01/run=a") || !strings.Contains(out, "n/a (local test bed: no egress)") ||
+		!strings.Contains(out, "n/a (blob endpoint on this host: no egress)") {
 		t.Errorf("text fleet: exit %d %s\n%s", code, stderr, out)
 	}
 	for _, bad := range [][]string{

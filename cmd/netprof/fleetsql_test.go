@@ -68,21 +68,34 @@ func dropRoles(t *testing.T, dir string, roles ...string) {
 
 // The SQL of docs/fleet.md, run unchanged by DuckDB in the tree, gives
 // every readable run's host, start, sent and received bytes and egress
-// cost as `analyze --fleet --json --egress-price 0.05USD` does: runs with
-// roles, without (watch: the largest total), with only the receiver's
-// (a two-machine run: no sent bytes), and a broken manifest left out.
+// cost (or why there is none) as `analyze --fleet --json --egress-price
+// 0.05USD` does: runs with roles, without (watch: the largest total), with
+// only the receiver's (a two-machine run: no sent bytes), runs whose
+// traffic stayed on the host (local test bed, loopback, a blob emulator on
+// this host: no egress) and a broken manifest left out.
 func TestFleetSQLMatchesDuckDB(t *testing.T) {
 	node, script := duckDBQuery(t)
 	bin := buildBinary(t)
 	root := t.TempDir()
 	writeFleet(t, root)
 	day := time.Date(2026, 3, 3, 8, 0, 0, 0, time.UTC)
-	for name, drop := range map[string][]string{"watch-like": {trace.RoleSender, trace.RoleReceiver}, "peer-sent": {trace.RoleSender}} {
-		dir := filepath.Join(root, "host=other", name)
-		if err := (analysistest.Scenario{Start: day, Intervals: 4}).Write(dir); err != nil {
+	for _, r := range []struct {
+		name string
+		s    analysistest.Scenario
+		drop []string
+	}{
+		{"watch-like", analysistest.Scenario{SenderIface: "eth0", SenderDriver: "mana", Config: map[string]any{"command": "watch"}},
+			[]string{trace.RoleSender, trace.RoleReceiver}},
+		{"watch-lo", analysistest.Scenario{SenderIface: "lo", SenderDriver: "loopback", Config: map[string]any{"command": "watch"}},
+			[]string{trace.RoleSender, trace.RoleReceiver}},
+		{"peer-sent", analysistest.Scenario{Config: map[string]any{"peer": "10.0.0.5"}}, []string{trace.RoleSender}},
+	} {
+		dir := filepath.Join(root, "host=other", r.name)
+		r.s.Start, r.s.Intervals = day, 4
+		if err := r.s.Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		dropRoles(t, dir, drop...)
+		dropRoles(t, dir, r.drop...)
 		day = day.Add(time.Hour)
 	}
 	md, err := os.ReadFile("../../docs/fleet.md")
@@ -108,6 +121,7 @@ func TestFleetSQLMatchesDuckDB(t *testing.T) {
 		SentBytes                *string  `json:"sent_bytes"`
 		ReceivedBytes            *string  `json:"received_bytes"`
 		EgressCost               *float64 `json:"egress_cost"`
+		EgressNA                 *string  `json:"egress_cost_na"`
 	}
 	if err := json.Unmarshal(out, &sqlRows); err != nil {
 		t.Fatalf("duckdb output: %v\n%s", err, out)
@@ -126,8 +140,8 @@ func TestFleetSQLMatchesDuckDB(t *testing.T) {
 			want = append(want, r)
 		}
 	}
-	if len(sqlRows) != len(want) || len(want) != 5 {
-		t.Fatalf("DuckDB gave %d runs, netprof %d readable (want 5):\n%s", len(sqlRows), len(want), out)
+	if len(sqlRows) != len(want) || len(want) != 6 {
+		t.Fatalf("DuckDB gave %d runs, netprof %d readable (want 6):\n%s", len(sqlRows), len(want), out)
 	}
 	u64 := func(s *string) *uint64 {
 		if s == nil {
@@ -141,6 +155,7 @@ func TestFleetSQLMatchesDuckDB(t *testing.T) {
 	}
 	eq := func(a, b *uint64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 	var sawNilSent bool
+	reasons := map[string]bool{}
 	for i, s := range sqlRows {
 		w := want[i]
 		start, err := time.Parse("2006-01-02 15:04:05-07", s.Start)
@@ -149,13 +164,24 @@ func TestFleetSQLMatchesDuckDB(t *testing.T) {
 		}
 		sent, recv := u64(s.SentBytes), u64(s.ReceivedBytes)
 		costOK := (s.EgressCost == nil) == (w.EgressCost == nil) && (s.EgressCost == nil || math.Abs(*s.EgressCost-*w.EgressCost) < 1e-9)
-		if s.Run != w.Run || s.Host != w.Host || !start.Equal(w.Start) || !eq(sent, w.SentBytes) || !eq(recv, w.ReceivedBytes) || !costOK {
-			t.Errorf("run %d: DuckDB %+v (sent %v received %v cost %v)\n netprof %s %s %v sent %v received %v cost %v",
-				i, s, sent, recv, s.EgressCost, w.Run, w.Host, w.Start, w.SentBytes, w.ReceivedBytes, w.EgressCost)
+		na := ""
+		if s.EgressNA != nil {
+			na = *s.EgressNA
+		}
+		if s.Run != w.Run || s.Host != w.Host || !start.Equal(w.Start) || !eq(sent, w.SentBytes) || !eq(recv, w.ReceivedBytes) || !costOK ||
+			na != w.EgressNA {
+			t.Errorf("run %d: DuckDB %+v (sent %v received %v cost %v n/a %q)\n netprof %s %s %v sent %v received %v cost %v n/a %q",
+				i, s, sent, recv, s.EgressCost, na, w.Run, w.Host, w.Start, w.SentBytes, w.ReceivedBytes, w.EgressCost, w.EgressNA)
 		}
 		sawNilSent = sawNilSent || w.SentBytes == nil
+		reasons[w.EgressNA] = true
 	}
 	if !sawNilSent {
 		t.Error("no run without sent bytes: the peer-sent case was not exercised")
+	}
+	for _, r := range []string{"", analysis.NoEgressTestBed, analysis.NoEgressLoopback, analysis.NoEgressBlob} {
+		if !reasons[r] {
+			t.Errorf("no run with egress n/a %q: case not exercised", r)
+		}
 	}
 }
