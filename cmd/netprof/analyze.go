@@ -36,13 +36,14 @@ func analyzeCommand() *cli.Command {
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report with plots to `FILE`", EnvVars: []string{"NETPROF_HTML"}},
 			&cli.StringFlag{Name: "units", Value: "decimal", Usage: "decimal (Gbit/s) or binary (Gibit/s, GiB/s)", EnvVars: []string{"NETPROF_UNITS"}},
 			&cli.StringFlag{Name: "link-speed", Usage: "rated link speed with a unit, e.g. 10Gbit or 10000Mbit (overrides the manifest, including bench --link-speed)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
-			&cli.StringFlag{Name: "target", Usage: "target rate for the streams-needed figure, with a unit, e.g. 80Gbit (default: rated speed)", EnvVars: []string{"NETPROF_TARGET"}},
-			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule; overrides bench --expect-rtt)", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
+			&cli.StringFlag{Name: "target", Usage: "target rate for the streams-needed figure, with a unit, e.g. 80Gbit", DefaultText: "the rated speed", EnvVars: []string{"NETPROF_TARGET"}},
+			&cli.DurationFlag{Name: "expect-rtt", Value: analysis.DefaultThresholds().HairpinExpectRTT, Usage: "min RTT expected of the peer (hairpin rule; overrides bench --expect-rtt)",
+				DefaultText: fmt.Sprintf("the run's bench --expect-rtt, else its --rtt, else %v", analysis.DefaultThresholds().HairpinExpectRTT), EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 			&cli.BoolFlag{Name: "full", Aliases: []string{"details"}, Usage: "print the whole report (per-CPU and per-flow tables, every verdict with evidence and thresholds, notes) instead of one screen", EnvVars: []string{"NETPROF_FULL"}},
 			&cli.BoolFlag{Name: "compare", Usage: "line up several runs (e.g. a sweep) instead of reporting one", EnvVars: []string{"NETPROF_COMPARE"}},
 			&cli.BoolFlag{Name: "fleet", Usage: "one row per run (host, start, peak / steady / whole run, hot core, RTT floor, retransmits, bytes, verdicts) " +
 				"for every run directory under each argument: run directories, trees of them (e.g. the host=/date=/run= layout of --upload), " +
-				"or a container URL [/prefix] of such a tree (downloaded to a temporary directory; credentials as for `blob`)", EnvVars: []string{"NETPROF_FLEET"}},
+				"or a container URL [/prefix] of such a tree (downloaded to a temporary directory; credentials as for netprof blob)", EnvVars: []string{"NETPROF_FLEET"}},
 			&cli.StringFlag{Name: "egress-price", Usage: "with --fleet: price per decimal GB (10^9 bytes) sent, with its currency, e.g. 0.087USD: each run's and the total egress cost, " +
 				"for runs whose traffic left this host (a local test bed, loopback or blob emulator run is n/a: no egress)", EnvVars: []string{"NETPROF_EGRESS_PRICE"}},
 			&cli.StringFlag{Name: "auth", Value: string(blob.AuthAuto), Usage: "with --fleet CONTAINER_URL: auto, shared-key, sas, entra or anonymous", EnvVars: []string{"NETPROF_AUTH"}},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,7 +29,8 @@ func benchCommand(log *slog.Logger) *cli.Command {
 			"SO_INCOMING_CPU is recorded either way (traffic.incoming_cpu)", EnvVars: []string{"NETPROF_CPUS"}},
 		&cli.StringFlag{Name: "block-size", Value: "128KiB", Usage: "bytes per write: " + units.SizeHelp, EnvVars: []string{"NETPROF_BLOCK_SIZE"}},
 		&cli.StringFlag{Name: "window", Usage: "SO_SNDBUF and SO_RCVBUF of the data sockets, e.g. 4MiB (" + units.SizeHelp +
-			"); turns buffer autotuning off; a request the kernel caps (net.core.rmem_max/wmem_max) is reported", EnvVars: []string{"NETPROF_WINDOW"}},
+			"); turns buffer autotuning off; a request the kernel caps (net.core.rmem_max/wmem_max) is reported",
+			DefaultText: "kernel autotuning", EnvVars: []string{"NETPROF_WINDOW"}},
 	}
 	return &cli.Command{
 		Name:  "bench",
@@ -48,7 +48,7 @@ func benchCommand(log *slog.Logger) *cli.Command {
 			"but excluded from every figure. Rates are decimal Gbit/s. Needs root. Flags go before arguments. Examples:\n" +
 			"  netprof bench --streams 8 --duration 20s --out /tmp/run1\n" +
 			"  netprof bench --rtt 20ms --streams 16 --window 32MiB\n" +
-			"  netprof bench --peer 10.0.0.5 --streams 16 --warmup 2s --bidir --congestion cubic",
+			"  netprof bench --peer 10.0.0.5 --streams 16 --warmup 2s --bidir --congestion cubic\n\n" + probeGroupsHelp(),
 		Flags:  append(flags, commonBenchFlags(def)...),
 		Action: func(c *cli.Context) error { return runBench(c, log) },
 	}
@@ -61,32 +61,35 @@ func commonBenchFlags(def bench.Config) []cli.Flag {
 		&cli.DurationFlag{Name: "warmup", Usage: "sending time before --duration: recorded, marked warmup, excluded from the figures", EnvVars: []string{"NETPROF_WARMUP"}},
 		&cli.DurationFlag{Name: "cooldown", Usage: "sending time after --duration: recorded, marked cooldown, excluded from the figures", EnvVars: []string{"NETPROF_COOLDOWN"}},
 		&cli.DurationFlag{Name: "interval", Value: def.Interval, Usage: "sampling interval (one trace row set per interval)", EnvVars: []string{"NETPROF_INTERVAL"}},
-		&cli.StringFlag{Name: "out", Usage: "run directory (default ./runs/<UTC timestamp>)", EnvVars: []string{"NETPROF_OUT"}},
+		&cli.StringFlag{Name: "out", Usage: "run directory", DefaultText: "./runs/<UTC timestamp>", EnvVars: []string{"NETPROF_OUT"}},
 		&cli.BoolFlag{Name: "no-bpf", Usage: "generator, netlink and /proc/stat figures only; no BPF probes", EnvVars: []string{"NETPROF_NO_BPF"}},
 		&cli.BoolFlag{Name: "reverse", Usage: "the other end sends (iperf3 -R): the peer, or namespace B", EnvVars: []string{"NETPROF_REVERSE"}},
 		&cli.BoolFlag{Name: "bidir", Usage: "both ends send at once, --streams each way", EnvVars: []string{"NETPROF_BIDIR"}},
-		&cli.StringFlag{Name: "peer", Usage: "HOST[:PORT] of a netprof traffic serve (default port 5000) instead of the local test bed", EnvVars: []string{"NETPROF_PEER"}},
-		&cli.DurationFlag{Name: "peer-timeout", Usage: "give up on a peer that sends no interval report for this long (default max(5s, 2 x interval + 1s))", EnvVars: []string{"NETPROF_PEER_TIMEOUT"}},
-		&cli.DurationFlag{Name: "connect-timeout", Value: def.ConnectTimeout, Usage: "bound on each data stream's connect; blocked ports fail within it, named (0: 5s)", EnvVars: []string{"NETPROF_CONNECT_TIMEOUT"}},
-		&cli.DurationFlag{Name: "rtt", Value: def.RTT, Usage: "round-trip time to add between the namespaces with the TUN delay line (D/2 each way); 0 = direct veth pair", EnvVars: []string{"NETPROF_RTT"}},
+		&cli.StringFlag{Name: "peer", Usage: fmt.Sprintf("HOST[:PORT] of a netprof traffic serve (PORT %d when omitted) instead of the local test bed", bench.DefaultPeerPort),
+			EnvVars: []string{"NETPROF_PEER"}},
+		&cli.DurationFlag{Name: "peer-timeout", Usage: "give up on a peer that sends no interval report for this long",
+			DefaultText: fmt.Sprintf("the larger of %v and 2 x --interval + 1s", bench.DefaultPeerTimeout), EnvVars: []string{"NETPROF_PEER_TIMEOUT"}},
+		&cli.DurationFlag{Name: "connect-timeout", Value: def.ConnectTimeout, Usage: "bound on each data stream's connect; blocked ports fail within it, named",
+			DefaultText: traffic.DefaultConnectTimeout.String(), EnvVars: []string{"NETPROF_CONNECT_TIMEOUT"}},
+		&cli.DurationFlag{Name: "rtt", Value: def.RTT, Usage: "round-trip time to add between the namespaces with the TUN delay line (D/2 each way)",
+			DefaultText: "none: the veth pair", EnvVars: []string{"NETPROF_RTT"}},
 		&cli.IntFlag{Name: "port", Value: def.Port, Usage: "receiver TCP port inside the test bed (with --peer the server's --ports apply)", EnvVars: []string{"NETPROF_PORT"}},
 		&cli.StringFlag{Name: "ports", Usage: "receiver data ports FIRST-LAST inside the test bed, one per stream (instead of --port)", EnvVars: []string{"NETPROF_PORTS"}},
-		&cli.StringFlag{Name: "congestion", Usage: "TCP_CONGESTION of the data sockets (cubic, bbr, reno, ...: see /proc/sys/net/ipv4/tcp_available_congestion_control)", EnvVars: []string{"NETPROF_CONGESTION"}},
-		&cli.IntFlag{Name: "mss", Usage: "TCP_MAXSEG of the data sockets, bytes (88..32767)", EnvVars: []string{"NETPROF_MSS"}},
+		&cli.StringFlag{Name: "congestion", Usage: "TCP_CONGESTION of the data sockets (cubic, bbr, reno, ...: see /proc/sys/net/ipv4/tcp_available_congestion_control)",
+			DefaultText: "the kernel's, net.ipv4.tcp_congestion_control", EnvVars: []string{"NETPROF_CONGESTION"}},
+		&cli.IntFlag{Name: "mss", Usage: "TCP_MAXSEG of the data sockets, bytes (88..32767)", DefaultText: "the kernel's, from the MTU", EnvVars: []string{"NETPROF_MSS"}},
 		&cli.BoolFlag{Name: "nodelay", Value: true, Usage: "TCP_NODELAY on the data sockets (Go's default); --nodelay=false turns Nagle's algorithm on, as iperf3 without -N", EnvVars: []string{"NETPROF_NODELAY"}},
 		&cli.StringFlag{Name: "bind-dev", Usage: "SO_BINDTODEVICE: send this host's data sockets through this interface only (local test bed: a device of namespace A)", EnvVars: []string{"NETPROF_BIND_DEV"}},
-		&cli.StringFlag{Name: "pacing-rate", Usage: "SO_MAX_PACING_RATE per stream, paced by the kernel, e.g. 1Gbit (" + units.RateHelp + ")", EnvVars: []string{"NETPROF_PACING_RATE"}},
+		&cli.StringFlag{Name: "pacing-rate", Usage: "SO_MAX_PACING_RATE per stream, paced by the kernel, e.g. 1Gbit (" + units.RateHelp + ")",
+			DefaultText: "none", EnvVars: []string{"NETPROF_PACING_RATE"}},
 		&cli.BoolFlag{Name: "ipv6", Usage: "IPv6 on the local test bed (2001:2::/64), or a peer name's IPv6 address", EnvVars: []string{"NETPROF_IPV6"}},
 		&cli.BoolFlag{Name: "quiet", Usage: "no live line per interval on stderr", EnvVars: []string{"NETPROF_QUIET"}},
 		&cli.BoolFlag{Name: "details", Aliases: []string{"full"}, Usage: "print the whole report (per-CPU and per-flow tables, every verdict with evidence and thresholds, notes, both ends' CPU) instead of one screen", EnvVars: []string{"NETPROF_DETAILS"}},
 		&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) during the run", EnvVars: []string{"NETPROF_PROMETHEUS"}},
-		&cli.StringFlag{Name: "probes", Value: "default", Usage: "probe groups to attach: default (" + strings.Join(probeset.Default, ",") +
-			": no per-packet hook; softirq per CPU from /proc/stat, every vector), deep or all (every group: exact NET_RX time, " +
-			"BPF interface and flow bytes, RTT histogram, NAPI; their per-packet hooks cost 10-25% of throughput on a CPU-bound path; " +
-			"maps 19.5 MB memlock at 2 possible CPUs, 15.1 MiB at 240 on 6.1; default 10.5 MB), " +
-			"or some of, comma-separated: " + probeset.Help(), EnvVars: []string{"NETPROF_PROBES"}},
+		probesFlag("attach"),
 		&cli.StringFlag{Name: "link-speed", Usage: "rated link speed with a unit, e.g. 10Gbit or 10000Mbit (a bare number is refused), for the wire-bound verdict; recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_LINK_SPEED"}},
-		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict; default 150µs, or --rtt); recorded in the manifest, where analyze takes it as its default", EnvVars: []string{"NETPROF_EXPECT_RTT"}},
+		&cli.DurationFlag{Name: "expect-rtt", Usage: "min RTT expected of the peer (hairpin verdict); recorded in the manifest, where analyze takes it as its default",
+			DefaultText: fmt.Sprintf("--rtt when given, else %v", analysis.DefaultThresholds().HairpinExpectRTT), EnvVars: []string{"NETPROF_EXPECT_RTT"}},
 		&cli.BoolFlag{Name: "bpf-stats", Value: true, Usage: "kernel BPF run-time stats for the probes table (run count, ns/event); --bpf-stats=false saves their two clock reads (~40 ns) per program run", EnvVars: []string{"NETPROF_BPF_STATS"}},
 		&cli.BoolFlag{Name: "json", Usage: "print a JSON summary on stdout (decimal units, units in keys) instead of the text report", EnvVars: []string{"NETPROF_JSON"}},
 		&cli.BoolFlag{Name: "json-stream", Usage: "print one JSON object per line on stdout as the run goes (like iperf3 --json-stream): " +

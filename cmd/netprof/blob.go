@@ -50,10 +50,10 @@ func blobFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-retries", Value: d.MaxRetries, Usage: "retries per request after the first attempt (0: none)", EnvVars: []string{"NETPROF_MAX_RETRIES"}},
 		&cli.DurationFlag{Name: "retry-delay", Value: d.RetryDelay, Usage: "base of the exponential back-off between retries", EnvVars: []string{"NETPROF_RETRY_DELAY"}},
 		&cli.DurationFlag{Name: "max-retry-delay", Value: d.MaxRetryDelay, Usage: "longest back-off between retries", EnvVars: []string{"NETPROF_MAX_RETRY_DELAY"}},
-		&cli.DurationFlag{Name: "try-timeout", Usage: "limit on one attempt (0: none)", EnvVars: []string{"NETPROF_TRY_TIMEOUT"}},
+		&cli.DurationFlag{Name: "try-timeout", Usage: "limit on one attempt (0: none)", DefaultText: "none", EnvVars: []string{"NETPROF_TRY_TIMEOUT"}},
 		&cli.StringFlag{Name: "auth", Value: string(blob.AuthAuto), Usage: "auto, shared-key, sas, entra or anonymous", EnvVars: []string{"NETPROF_AUTH"}},
 		&cli.DurationFlag{Name: "interval", Value: blobrun.DefaultConfig("").Interval, Usage: "sampling interval (one traffic row per URL per interval)", EnvVars: []string{"NETPROF_INTERVAL"}},
-		&cli.StringFlag{Name: "out", Usage: "run directory (default ./runs/<UTC timestamp>)", EnvVars: []string{"NETPROF_OUT"}},
+		&cli.StringFlag{Name: "out", Usage: "run directory", DefaultText: "./runs/<UTC timestamp>", EnvVars: []string{"NETPROF_OUT"}},
 		&cli.StringFlag{Name: "upload", Usage: "container URL [/prefix] to copy the run directory to (host=/date=/run= layout)", EnvVars: []string{"NETPROF_UPLOAD"}},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON", EnvVars: []string{"NETPROF_JSON"}},
 		&cli.BoolFlag{Name: "json-stream", Usage: "print one JSON object per line on stdout as the run goes: " +
@@ -74,7 +74,7 @@ func blobPullCommand(log *slog.Logger) *cli.Command {
 		Description: "Several URLs are pulled at once, their blocks interleaved over the workers; with --shard\n" +
 			"the URLs are replicas of one blob (other accounts or containers) and block i comes from\n" +
 			"replica i mod n. Example: netprof blob pull --concurrency 32 --block-size 16MiB \\\n" +
-			"  https://acct.blob.core.windows.net/data/big.bin\n\n" + blobAuthHelp,
+			"  https://acct.blob.core.windows.net/data/big.bin\n\n" + blobAuthHelp + "\n\n" + probeGroupsHelp(),
 		Flags: append(append(blobFlags(), selectFlags()...),
 			&cli.StringFlag{Name: "sink", Value: blob.SinkDiscard, Usage: "discard, a FILE, or a DIR (existing, or ending in /) for DIR/CONTAINER/BLOB", EnvVars: []string{"NETPROF_SINK"}},
 			&cli.BoolFlag{Name: "shard", Usage: "the URLs are replicas of one blob: spread its blocks over them", EnvVars: []string{"NETPROF_SHARD"}},
@@ -98,7 +98,7 @@ func blobPushCommand(log *slog.Logger) *cli.Command {
 			"A container that does not exist is created (like azcopy) and the summary says so; the\n" +
 			"existence check's 404 for a new blob or container is an expected answer, not an HTTP error.\n" +
 			"Example: netprof blob push --size 300GB --block-size 64MiB --delete-after https://acct.blob.core.windows.net/c/x\n\n" +
-			blobAuthHelp,
+			blobAuthHelp + "\n\n" + probeGroupsHelp(),
 		Flags: append(append(blobFlags(), selectFlags()...),
 			&cli.StringFlag{Name: "size", Usage: "bytes of synthetic data (e.g. 300GB, 1GiB)", EnvVars: []string{"NETPROF_SIZE"}},
 			&cli.StringFlag{Name: "file", Usage: "push this file instead of synthetic data", EnvVars: []string{"NETPROF_FILE"}},
@@ -123,7 +123,7 @@ func blobBenchCommand(log *slog.Logger) *cli.Command {
 		Description: "Creates the container if it does not exist (and then deletes it). --mode pull pushes the\n" +
 			"test blobs first (not recorded) and records the pull; --mode push records the push.\n" +
 			"Example: netprof blob bench --mode pull --count 8 --size 1GiB https://acct.blob.core.windows.net/bench\n\n" +
-			blobAuthHelp,
+			blobAuthHelp + "\n\n" + probeGroupsHelp(),
 		Flags: append(append(blobFlags(), selectFlags()...),
 			&cli.StringFlag{Name: "mode", Value: blob.KindPull, Usage: "pull or push", EnvVars: []string{"NETPROF_MODE"}},
 			&cli.IntFlag{Name: "count", Value: 4, Usage: "number of test blobs", EnvVars: []string{"NETPROF_COUNT"}},

@@ -17,7 +17,7 @@ import (
 // selectFlags are the interface-selection flags shared by ifaces and watch.
 func selectFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "iface", Usage: "interface(s) to count, by name or ifindex; \"auto\" follows the default route (default)", EnvVars: []string{"NETPROF_IFACE"}},
+		&cli.StringSliceFlag{Name: "iface", Usage: "interface(s) to count, by name or ifindex; \"auto\" follows the default route", DefaultText: "auto", EnvVars: []string{"NETPROF_IFACE"}},
 		&cli.StringSliceFlag{Name: "driver", Usage: "count the interface(s) bound to this kernel driver (e.g. mana, hv_netvsc, mlx5_core)", EnvVars: []string{"NETPROF_DRIVER"}},
 		&cli.StringSliceFlag{Name: "link-speed", Usage: "rated link speed when the driver reports none: RATE for the counted interface(s) or NAME=RATE (a unit is required, decimal: 100Gbit, 25Gbit, 40000Mbit)", EnvVars: []string{"NETPROF_LINK_SPEED"}},
 	}

@@ -43,7 +43,7 @@ func serveCommand(_ *slog.Logger) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: ":5000", Usage: "control address (host:port; empty host = all addresses); data ports bind to the same host", EnvVars: []string{"NETPROF_LISTEN"}},
 			&cli.StringFlag{Name: "ports", Value: "5001-5064", Usage: "data port range FIRST-LAST, one port per stream", EnvVars: []string{"NETPROF_PORTS"}},
-			&cli.IntFlag{Name: "port", Usage: "a single data port for every stream (instead of --ports)", EnvVars: []string{"NETPROF_PORT"}},
+			&cli.IntFlag{Name: "port", Usage: "a single data port for every stream (instead of --ports)", DefaultText: "none: --ports", EnvVars: []string{"NETPROF_PORT"}},
 			&cli.BoolFlag{Name: "once", Usage: "exit after one test (exit 1 if it failed)", EnvVars: []string{"NETPROF_ONCE"}},
 			&cli.StringFlag{Name: "out", Usage: "write each test's server-side record (intervals, CPU, result) as JSON into this directory", EnvVars: []string{"NETPROF_OUT"}},
 			&cli.IntFlag{Name: "max-streams", Value: def.MaxStreams, Usage: "largest stream count (per direction) a client may ask for", EnvVars: []string{"NETPROF_MAX_STREAMS"}},

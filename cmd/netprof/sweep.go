@@ -33,7 +33,7 @@ func sweepCommand(log *slog.Logger) *cli.Command {
 			"and flags the rate-limiter signature between consecutive runs (as analyze --compare).\n" +
 			"A failed run is shown in the table and the sweep goes on (exit 1 at the end). Flags go before arguments.\n" +
 			"Examples: netprof sweep --streams 1,4,16,64 --duration 10s --out /tmp/sweep1\n" +
-			"          netprof sweep --peer 10.0.0.5 --streams 4,16 --block-size 64KiB,1MiB --window 0,16MiB",
+			"          netprof sweep --peer 10.0.0.5 --streams 4,16 --block-size 64KiB,1MiB --window 0,16MiB\n\n" + probeGroupsHelp(),
 		Flags:  append(flags, commonBenchFlags(def)...),
 		Action: func(c *cli.Context) error { return runSweep(c, log) },
 	}

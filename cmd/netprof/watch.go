@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -31,10 +30,10 @@ func watchCommand(log *slog.Logger) *cli.Command {
 			"(VF + synthetic NIC, bond, bridge, macvlan) are counted once (see `netprof ifaces`); an\n" +
 			"interface renamed mid-run is followed by index. --out records the same into a run\n" +
 			"directory; --prometheus serves it at http://ADDR/metrics.\n" +
-			"Example: netprof watch --iface auto --duration 60s --out /tmp/w1 --prometheus 127.0.0.1:9464",
+			"Example: netprof watch --iface auto --duration 60s --out /tmp/w1 --prometheus 127.0.0.1:9464\n\n" + probeGroupsHelp(),
 		Flags: append(selectFlags(),
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval", EnvVars: []string{"NETPROF_INTERVAL"}},
-			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (default: until Ctrl-C)", EnvVars: []string{"NETPROF_DURATION"}},
+			&cli.DurationFlag{Name: "duration", Usage: "stop after this long", DefaultText: "until Ctrl-C", EnvVars: []string{"NETPROF_DURATION"}},
 			&cli.StringFlag{Name: "out", Usage: "record into this run directory (manifest.json + Parquet tables)", EnvVars: []string{"NETPROF_OUT"}},
 			&cli.BoolFlag{Name: "no-bpf", Usage: "netlink and /proc only; no BPF probes (no flows, no RTT)", EnvVars: []string{"NETPROF_NO_BPF"}},
 			hostProbesFlag(),
@@ -136,9 +135,4 @@ type watchEnd struct {
 
 // hostProbesFlag is --probes of the commands that watch the host (watch,
 // blob): the probe groups they load, default the hook-free set.
-func hostProbesFlag() cli.Flag {
-	return &cli.StringFlag{Name: "probes", Value: "default", Usage: "probe groups to load: default (" +
-		strings.Join(probeset.Default, ",") + ": TCP flows from the socket iterator once per interval, no per-packet hook; " +
-		"softirq from /proc/stat), deep or all (adds BPF interface and flow bytes, the per-ACK RTT, NET_RX time per CPU: " +
-		"10-25% of throughput on a CPU-bound path), or groups, comma-separated: " + probeset.Help(), EnvVars: []string{"NETPROF_PROBES"}}
-}
+func hostProbesFlag() cli.Flag { return probesFlag("load") }
