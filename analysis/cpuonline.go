@@ -91,7 +91,7 @@ func (o *cpuOnline) neverOnline() int {
 // possible)" (the manifest's cpu_count and cpus_possible).
 func (r *Report) HostDesc() string {
 	m := r.Manifest
-	cpus := fmt.Sprintf("%d CPUs", m.CPUCount)
+	cpus := plural(m.CPUCount, "CPU")
 	if p, err := cpulist.Parse(m.CPUsPossible); err == nil && len(p) > m.CPUCount {
 		cpus = fmt.Sprintf("%d CPUs online of %d possible", m.CPUCount, len(p))
 	}

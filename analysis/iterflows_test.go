@@ -147,8 +147,8 @@ func TestInconclusiveNotHostBound(t *testing.T) {
 	for prefix, want := range map[string]string{
 		"  evidence: ": "  evidence: host CPUs 50.0% busy (/proc/stat, steady state); busiest core CPU 0: 30.0% in NET_RX " +
 			"softirq (BPF), 50.0% busy (/proc/stat); steady state ",
-		"  next: ": "  next: --link-speed: at >= 90.0% of it the wire is the ceiling; rerun with twice the streams and " +
-			"netprof analyze --compare both: a limiter on the path stays flat as retransmits grow, a window limit " +
+		"  next: ": "  next: --link-speed: at >= 90.0% of it the wire is the ceiling; twice the streams, then netprof " +
+			"analyze --compare of both runs: a limiter on the path stays flat as retransmits grow, a window limit " +
 			"grows with the streams",
 	} {
 		if got := summaryLine(out, prefix); !strings.HasPrefix(got, want) {

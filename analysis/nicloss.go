@@ -179,7 +179,7 @@ func (r *Report) NICLossLine() string {
 	}
 	s := fmt.Sprintf("%s (whole run)", strings.Join(parts, ", "))
 	if len(r.NICLoss) > 4 {
-		s += fmt.Sprintf(" and %d more %s", len(r.NICLoss)-4, oneMany(len(r.NICLoss)-4, "counter", "counters"))
+		s += " and " + plural(len(r.NICLoss)-4, "more counter")
 	}
 	return s
 }

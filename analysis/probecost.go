@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/netprof/netprof/trace"
 )
@@ -99,14 +98,19 @@ func (r *Report) ProbeCostLine() string {
 	if c == nil {
 		return na(r.reason(figProbeCost, "probes off"))
 	}
-	perS := time.Duration(0)
+	perS := 0.0 // ns of run time per second
 	if c.WindowNs > 0 {
-		perS = time.Duration(float64(c.RunNs) / (float64(c.WindowNs) / 1e9))
+		perS = float64(c.RunNs) / (float64(c.WindowNs) / 1e9)
 	}
-	s := fmt.Sprintf("%.2f%% of the host's CPU time (%v of program run time per second over %d CPUs; %d runs, %.0f ns each)",
-		100*c.HostShare, perS.Round(time.Microsecond), c.CPUs, c.Events, c.NsPerEvent())
+	run := fmtUs(perS / 1e3)
+	if perS < 1e3 {
+		run = fmt.Sprintf("%.0f ns", perS)
+	}
+	s := fmt.Sprintf("%.2f%% of the host's CPU time (BPF run time %s per second over %s: %s of %.0f ns; "+
+		"hooks' entry cost, tens of ns a run, not counted)",
+		100*c.HostShare, run, plural(c.CPUs, "CPU"), plural(c.Events, "run"), c.NsPerEvent())
 	if c.BusiestNetRxShare != nil {
 		s += fmt.Sprintf("; %.1f%% of CPU %d's NET_RX softirq time", 100**c.BusiestNetRxShare, c.BusiestCPU)
 	}
-	return s + " (BPF run-time stats; each hook's entry cost, tens of ns per run, not included)"
+	return s
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"encoding/json"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,6 +57,18 @@ func TestProbeCost(t *testing.T) {
 	line := r.ProbeCostLine()
 	if !strings.Contains(line, "0.25% of the host's CPU time") || !strings.Contains(line, "1.7% of CPU 0's NET_RX softirq time") {
 		t.Errorf("line %q", line)
+	}
+	// The one screen names the window: the steady state, the 4 middle
+	// intervals of 6, so 4 x 5000 runs; 5 ms a second, with a space
+	// before the unit.
+	want := "probe cost   over the steady state: 0.25% of the host's CPU time (BPF run time 5.00 ms per second over 2 " +
+		"CPUs: 20000 runs of 1000 ns; hooks' entry cost, tens of ns a run, not counted); 1.7% of CPU 0's NET_RX softirq time"
+	screen := summaryText(t, r)
+	if got := summaryLine(screen, "probe cost   "); got != want {
+		t.Errorf("probe cost\n got %q\nwant %q", got, want)
+	}
+	if u := regexp.MustCompile(`\d(ns|µs|ms)\b`).FindString(screen); u != "" {
+		t.Errorf("a unit without a space (%q) on the one screen:\n%s", u, screen)
 	}
 	js, err := json.Marshal(r.JSON())
 	if err != nil {

@@ -3,8 +3,8 @@ package analysis
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -116,7 +116,7 @@ func (r *Report) summaryHeader(s *summary) {
 		parts = append(parts, t)
 	}
 	if d := ConfigInt(m.Config, "rtt_ns"); d > 0 {
-		parts = append(parts, fmt.Sprintf("--rtt %v delay line", time.Duration(d)))
+		parts = append(parts, fmtNs(d)+" delay line (--rtt)")
 	}
 	if p := configString(m.Config, "peer"); p != "" {
 		parts = append(parts, "--peer "+p)
@@ -136,6 +136,19 @@ func (r *Report) summaryHeader(s *summary) {
 		s.add("  warning: ", fmt.Sprintf("steady state (%s) %s is %s of it: the rated speed is too low", l.Counter,
 			fmtRate(r.Units, l.SteadyBps), pct(l.SteadyBps/r.RatedBps)))
 	}
+}
+
+// fmtNs formats a duration given in ns with a space before its unit and
+// no trailing zeros: "5 ms", "2.5 ms", "150 µs", "2 s".
+func fmtNs(ns int64) string {
+	v, unit := float64(ns)/1e3, "µs"
+	switch {
+	case ns >= 1e9:
+		v, unit = float64(ns)/1e9, "s"
+	case ns >= 1e6:
+		v, unit = float64(ns)/1e6, "ms"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }
 
 // runShape names a run's direction and streams from its manifest config:
@@ -239,6 +252,8 @@ func (r *Report) summaryThroughput(s *summary) {
 			if rt.Counter != CounterApp {
 				label = d.Name + " " + strings.TrimPrefix(strings.TrimPrefix(rt.Label, "interface "+d.Name+" "), "wire estimate "+d.Name+" ")
 				label = strings.Replace(label, d.Name+" (", d.Name+" "+strings.Fields(rt.Label)[0]+" (", 1)
+				label = strings.NewReplacer("IP packets: TUN device, no L2 header", "TUN: no L2 header",
+					"loopback: IP packets, no L2 header", "loopback: no L2 header").Replace(label)
 			}
 			steady := "n/a"
 			if rt.W.HasActive() {
@@ -263,7 +278,7 @@ func (r *Report) summaryThroughput(s *summary) {
 		if w.SteadyIntervals > 1 {
 			cv = "CV " + pct(w.SteadyCV)
 		}
-		s.add("  steady state: ", fmt.Sprintf("%s of %s (%s, %s); whole run: %.1f s", intervals(w.SteadyIntervals),
+		s.add("  steady state: ", fmt.Sprintf("%s of %s (%s, %s); whole run %.1f s", intervals(w.SteadyIntervals),
 			r.PrimaryDir+" "+r.Primary.Counter, r.steadyWindowText(w), cv, r.RunEnd.Sub(r.RunStart).Seconds()))
 	}
 }
@@ -273,7 +288,7 @@ func (r *Report) steadyWindowText(w *Windows) string {
 	if w.SteadyApprox {
 		return "approximate: run too short to drop ramp-up"
 	}
-	return "first and last active interval dropped"
+	return "first and last dropped"
 }
 
 // alignRows aligns cells in columns (first left, the rest right) and cuts
@@ -328,10 +343,29 @@ func (r *Report) summaryFigures(s *summary) {
 	if len(r.NICLoss) > 0 {
 		s.add("NIC loss     ", r.NICLossLine())
 	}
-	s.add("probe cost   ", r.ProbeCostLine())
-	dir := orDash(r.Dir)
-	s.add("trace        ", dir)
-	s.add("details      ", fmt.Sprintf("netprof analyze --full DIR: per-CPU and per-flow tables, every verdict with its evidence and thresholds, %d %s", len(r.Notes), oneMany(len(r.Notes), "note", "notes")))
+	cost := r.ProbeCostLine()
+	if r.ProbeCost != nil {
+		cost = "over the " + orDash(r.CPUWindow) + ": " + cost
+	}
+	s.add("probe cost   ", cost)
+	s.add("trace        ", orDash(r.Dir))
+	dir := "RUN_DIR"
+	if r.Dir != "" {
+		dir = shellQuote(r.Dir)
+	}
+	s.add("details      ", fmt.Sprintf("netprof analyze --full %s: per-CPU and per-flow tables, every verdict's evidence, %s",
+		dir, plural(len(r.Notes), "note")))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:=+,@%.
+func shellQuote(s string) string {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=+,@%", c)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }
 
 func (r *Report) hotCoreText() string {
@@ -343,8 +377,8 @@ func (r *Report) hotCoreText() string {
 		if r.HotSource == HotAllSoftirq {
 			what = "softirq time of every vector (/proc/stat, tick-sampled)"
 		}
-		s := fmt.Sprintf("cpu%d: %s %s over the %s (%s; %d CPUs online)", c.CPU, pct(r.HotShare(c)), what,
-			orDash(r.CPUWindow), intervals(r.CPUIntervals), len(r.CPUs))
+		s := fmt.Sprintf("cpu%d: %s %s over the %s (%s; %s online)", c.CPU, pct(r.HotShare(c)), what,
+			orDash(r.CPUWindow), intervals(r.CPUIntervals), plural(len(r.CPUs), "CPU"))
 		if f := r.hotFeedsText(c.CPU); f != "" {
 			s += "; " + f
 		}
@@ -386,7 +420,7 @@ func (r *Report) retxText() string {
 	if x.Source == "" {
 		return na(r.reason(figSndRetx, "not recorded"))
 	}
-	s := fmt.Sprintf("%d segments sent again (%s, whole run)", x.Segments, x.Source)
+	s := fmt.Sprintf("%s sent again (%s, whole run)", plural(x.Segments, "segment"), x.Source)
 	if x.SegmentsSent > 0 {
 		s += fmt.Sprintf(": %.3f%% of %d segments sent", 100*x.Fraction, x.SegmentsSent)
 	}

@@ -220,9 +220,9 @@ func TestSummaryInconclusiveCPUBusy(t *testing.T) {
 			"30.0%% in NET_RX softirq (BPF), 99.2%% busy (/proc/stat); steady state %.2f Gbit/s (rx interface) flat: "+
 			"CV 0.0%% <= 5.0%% over 8 intervals; sending flows at a median %.1f%% of window / srtt; delay line: 70.0%% "+
 			"of 1500 packets released late, up to 75.00 ms", netlinkBps/1e9, 100*used),
-		"  next: ": "  next: rerun with twice the streams and netprof analyze --compare both: a window limit grows with " +
-			"the streams, a CPU limit stays flat; without --rtt: if the veth pair is much faster on the same CPUs, " +
-			"the user-space delay line is the ceiling",
+		"  next: ": "  next: twice the streams, then netprof analyze --compare of both runs: a window limit grows with " +
+			"the streams, a CPU limit stays flat; a run without --rtt: a much faster veth pair on the same CPUs " +
+			"means the user-space delay line is the ceiling",
 	} {
 		if got := summaryLine(out, prefix); got != want {
 			t.Errorf("line %q\n got %q\nwant %q\n%s", prefix, got, want, out)
@@ -231,7 +231,7 @@ func TestSummaryInconclusiveCPUBusy(t *testing.T) {
 	// A run too short for the rate-limited rule says how long one must be.
 	s.Intervals = 4
 	out = summaryText(t, scen(t, s, Options{}))
-	if got := summaryLine(out, "  next: "); !strings.HasSuffix(got, "; a run of >= 5 intervals lets the rate-limited rule judge flatness") ||
+	if got := summaryLine(out, "  next: "); !strings.HasSuffix(got, "; >= 5 intervals let the rate-limited rule judge flatness") ||
 		strings.Contains(got, "--rtt") {
 		t.Errorf("4 intervals, no delay line: next %q", got)
 	}
@@ -249,7 +249,7 @@ func TestSummaryHeader(t *testing.T) {
 		"send":    {nil, "netprof bench · 4 streams · " + when + "\n  " + host},
 		"bidir":   {map[string]any{"direction": "bidir"}, "netprof bench · bidir, 4 streams each way (8 in all) · " + when + "\n  " + host},
 		"reverse": {map[string]any{"direction": "reverse", "streams": float64(1)}, "netprof bench · reverse (the far end sends), 1 stream · " + when + "\n  " + host},
-		"rtt":     {map[string]any{"rtt_ns": float64(5e6)}, "netprof bench · 4 streams · --rtt 5ms delay line · " + when + "\n  " + host},
+		"rtt":     {map[string]any{"rtt_ns": float64(5e6)}, "netprof bench · 4 streams · 5 ms delay line (--rtt) · " + when + "\n  " + host},
 		"peer": {map[string]any{"peer": "10.0.0.5:5000", "direction": "bidir", "streams": float64(16)},
 			"netprof bench · bidir, 16 streams each way (32 in all) · --peer 10.0.0.5:5000\n  " + when + " · " + host},
 	} {
@@ -294,5 +294,49 @@ func TestSummaryBidirRows(t *testing.T) {
 	if out := summaryText(t, scen(t, analysistest.Scenario{}, Options{})); strings.Contains(out, "both directions") ||
 		strings.Contains(out, "bidir") {
 		t.Errorf("a one-way run mentions bidir:\n%s", out)
+	}
+}
+
+// The last line names the run directory to pass to --full (shell-quoted
+// when it needs it; RUN_DIR when unknown), and counts read in the singular
+// where there is one: a note, a CPU, a stream, a dropped packet, one more
+// drop reason or loss counter, a retransmitted segment.
+func TestSummaryDetailsAndPlurals(t *testing.T) {
+	r := buildWith(t, analysistest.Scenario{CPUs: 1, Streams: 1}, Options{}, nil)
+	r.Notes = []string{"one note"}
+	for dir, want := range map[string]string{
+		"":              "details      netprof analyze --full RUN_DIR: per-CPU and per-flow tables, every verdict's evidence, 1 note",
+		"/tmp/a1":       "details      netprof analyze --full /tmp/a1: per-CPU and per-flow tables, every verdict's evidence, 1 note",
+		"/tmp/my run's": `details      netprof analyze --full '/tmp/my run'\''s': per-CPU and per-flow tables, every verdict's evidence, 1 note`,
+	} {
+		r.Dir = dir
+		out := summaryText(t, r)
+		if got := summaryLine(out, "details      "); got != want {
+			t.Errorf("dir %q: details\n got %q\nwant %q", dir, got, want)
+		}
+		for _, want := range []string{"· 1 stream ·", "(kernel 6.18, 1 CPU)", "1 CPU online)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("summary lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	r.Retx.Segments = 1
+	if got := r.retxText(); !strings.HasPrefix(got, "1 segment sent again (") {
+		t.Errorf("retransmits %q", got)
+	}
+	r.Drops = []DropReason{{Reason: "NO_SOCKET", Packets: 1, Class: DropLost}}
+	if got := r.DropsLine(); !strings.HasPrefix(got, "1 lost (NO_SOCKET 1) (packets, skb:kfree_skb") {
+		t.Errorf("drops %q", got)
+	}
+	for i := range 4 {
+		r.Drops = append(r.Drops, DropReason{Reason: fmt.Sprint("R", i), Packets: 1, Class: DropLost})
+		r.NICLoss = append(r.NICLoss, NICLoss{Ifname: "eth0", Counter: fmt.Sprint("c", i), Source: "netlink", Value: 1})
+	}
+	r.NICLoss = append(r.NICLoss, NICLoss{Ifname: "eth0", Counter: "c4", Source: "netlink", Value: 1})
+	if got := r.DropsLine(); !strings.Contains(got, ", and 1 more reason)") {
+		t.Errorf("drops %q", got)
+	}
+	if got := r.NICLossLine(); !strings.HasSuffix(got, " and 1 more counter") {
+		t.Errorf("NIC loss %q", got)
 	}
 }

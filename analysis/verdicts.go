@@ -310,14 +310,14 @@ func (f *facts) runShows(dl delayLine) string {
 // no rule fired.
 func (f *facts) nextMeasurement(vs []Verdict, dl delayLine) string {
 	r := f.r
-	const twice = "rerun with twice the streams and netprof analyze --compare both: "
+	const twice = "twice the streams, then netprof analyze --compare of both runs: "
 	var parts []string
 	switch {
 	case f.cpuBound:
 		parts = append(parts, twice+"a window limit grows with the streams, a CPU limit stays flat")
 		if dl.present {
-			parts = append(parts, "without --rtt: if the veth pair is much faster on the same CPUs, the user-space "+
-				"delay line is the ceiling")
+			parts = append(parts, "a run without --rtt: a much faster veth pair on the same CPUs means the "+
+				"user-space delay line is the ceiling")
 		}
 	case f.notHostBound():
 		if _, known := f.belowRated(); !known {
@@ -340,7 +340,7 @@ func (f *facts) nextMeasurement(vs []Verdict, dl delayLine) string {
 	}
 	for _, x := range vs {
 		if x.Rule == RuleRateLimited && x.Status == Skipped && f.steady != nil && f.steady.SteadyIntervals < 3 {
-			parts = append(parts, "a run of >= 5 intervals lets the rate-limited rule judge flatness")
+			parts = append(parts, ">= 5 intervals let the rate-limited rule judge flatness")
 		}
 	}
 	return strings.Join(parts, "; ")
