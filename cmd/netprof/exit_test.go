@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,28 @@ func TestExitCodeInterrupted(t *testing.T) {
 	}
 	if code := exitCode(ctx, nil, &b); code != 0 {
 		t.Errorf("nil: exit %d", code)
+	}
+}
+
+// bench --peer where nothing listens fails before recording: exit 1, one
+// line naming the refused connection and asking whether `netprof traffic
+// serve` runs there, no trace (the run directory is never created).
+func TestBenchPeerUnreachable(t *testing.T) {
+	bin := buildBinary(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runBin(t, bin, nil, "bench", "--no-bpf", "--quiet", "--duration", "1s", "--peer", addr, "--out", out)
+	if code != exitFailed || stdout != "" || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "is `netprof traffic serve` running there") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want exit %d and one line with the refusal and the serve hint", code, stdout, stderr, exitFailed)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run directory %s: %v, want none (no trace before the peer answers)", out, err)
 	}
 }
 

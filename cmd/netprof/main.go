@@ -14,7 +14,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -94,7 +98,75 @@ func newApp(log *slog.Logger) *cli.App {
 	}
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+// onUsageError makes flag-parsing errors exit 2, said in the terms the
+// user typed (flagError).
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	var cmd *cli.Command
+	path := []string{"netprof"}
+	if c != nil {
+		cmd = c.Command
+		var names []string
+		for _, l := range c.Lineage() {
+			if l.Command != nil && l.Command.Name != "" && l.Command.Name != "netprof" {
+				names = append([]string{l.Command.Name}, names...)
+			}
+		}
+		path = append(path, names...)
+	}
+	return usageError{flagError(cmd, strings.Join(path, " "), err)}
+}
+
+// Errors of Go's flag package, which urfave/cli passes on.
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+	needsValue    = regexp.MustCompile(`^flag needs an argument: -+(.+)$`)
+	invalidValue  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]+): (.*)$`)
+)
+
+// flagError rewrites a flag-parsing error of cmd (called as path, e.g.
+// "netprof blob pull"): flags are named --name as the help writes them
+// (the flag package says -name), an unknown one points to the command's
+// --help, and a bad value says what the flag wants (a duration's unit, a
+// whole number, true or false).
+func flagError(cmd *cli.Command, path string, err error) error {
+	msg := err.Error()
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("unknown flag --%s (see %s --help)", m[1], path)
+	}
+	if m := needsValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("--%s needs a value (see %s --help)", m[1], path)
+	}
+	m := invalidValue.FindStringSubmatch(msg)
+	if m == nil {
+		return err
+	}
+	value, name, why := m[1], m[2], m[3]
+	switch findFlag(cmd, name).(type) {
+	case *cli.DurationFlag:
+		if _, derr := time.ParseDuration(value); derr != nil && strings.Contains(derr.Error(), "missing unit") {
+			return fmt.Errorf("--%s %q: a duration needs a unit, e.g. 150us, 2ms, 1s or 1m30s", name, value)
+		}
+		return fmt.Errorf("--%s %q: not a duration (a number and a unit, e.g. 150us, 2ms, 1s or 1m30s)", name, value)
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+		return fmt.Errorf("--%s %q: want a whole number", name, value)
+	case *cli.BoolFlag:
+		return fmt.Errorf("--%s=%q: want true or false", name, value)
+	}
+	return fmt.Errorf("--%s %q: %s", name, value, why)
+}
+
+// findFlag returns cmd's flag called name (or alias), nil when none.
+func findFlag(cmd *cli.Command, name string) cli.Flag {
+	if cmd == nil {
+		return nil
+	}
+	for _, f := range cmd.Flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
 
 // withUsageErrors makes flag-parsing errors of every command exit 2.
 func withUsageErrors(cmds ...*cli.Command) []*cli.Command {

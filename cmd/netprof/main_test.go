@@ -61,7 +61,12 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"nosuchcmd"}, "unknown command"},
 		{"zero streams", []string{"bench", "--streams", "0"}, "stream count"},
 		{"bad block size", []string{"bench", "--block-size", "12 parsecs"}, "--block-size"},
-		{"unknown flag", []string{"bench", "--no-such-flag"}, "no-such-flag"},
+		{"unknown flag", []string{"bench", "--no-such-flag"}, "unknown flag --no-such-flag (see netprof bench --help)"},
+		{"unknown flag of a subcommand", []string{"blob", "pull", "--no-such-flag", "x"}, "unknown flag --no-such-flag (see netprof blob pull --help)"},
+		{"duration without unit", []string{"path", "--expect-rtt", "10", "127.0.0.1"}, `--expect-rtt "10": a duration needs a unit, e.g. 150us`},
+		{"not a duration", []string{"bench", "--duration", "soon"}, `--duration "soon": not a duration`},
+		{"not a number", []string{"bench", "--streams", "many"}, `--streams "many": want a whole number`},
+		{"flag without value", []string{"bench", "--streams"}, "--streams needs a value"},
 		{"analyze without dir", []string{"analyze"}, "exactly one RUN_DIR"},
 		{"analyze missing dir", []string{"analyze", "/nonexistent/run"}, "manifest.json"},
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -389,4 +391,28 @@ func peerTraffic(t *testing.T, cfg Config, bed *testbed.Bed) (*Result, *trace.Ru
 		t.Fatal(err)
 	}
 	return res, run, rows
+}
+
+// A peer address where nothing listens fails before any trace exists, and
+// the error says what to check: the connection refused, and whether
+// `netprof traffic serve` runs there. Another cause keeps its own words.
+func TestDialPeerRefusedHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := DefaultConfig()
+	cfg.Peer = addr
+	_, err = dialPeer(context.Background(), cfg, Local{}, addr, nil)
+	if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "is `netprof traffic serve` running there") {
+		t.Fatalf("dial %s: %v, want connection refused with the serve hint", addr, err)
+	}
+	if h := dialHint(errors.New("control: 127.0.0.1:5000: server busy")); h != "" {
+		t.Errorf("busy answer given a hint %q", h)
+	}
+	if h := dialHint(fmt.Errorf("dial: %w", context.DeadlineExceeded)); !strings.Contains(h, "no answer") {
+		t.Errorf("timeout hint %q", h)
+	}
 }

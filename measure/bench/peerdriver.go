@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -49,7 +50,7 @@ func dialPeer(ctx context.Context, cfg Config, local Local, addr string, log *sl
 	}
 	sess, err := control.Dial(ctx, traffic.SockOpts{}.Dial(local.Do), addr, p)
 	if err != nil {
-		return nil, fmt.Errorf("peer %s: %w", addr, err)
+		return nil, fmt.Errorf("peer %s: %w%s", addr, err, dialHint(err))
 	}
 	fwd, _ := cfg.streamCounts()
 	d := &peerDriver{cfg: cfg, addr: addr, log: log, sess: sess, rows: newRemoteRows(cfg.Interval, fwd), local: local}
@@ -66,6 +67,21 @@ func dialPeer(ctx context.Context, cfg Config, local Local, addr string, log *sl
 		return c, err
 	}
 	return d, nil
+}
+
+// dialHint says what a failed control connection most likely means; ""
+// when the error speaks for itself (the server's own answer, e.g. busy).
+func dialHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return " (nothing listens on that port: is `netprof traffic serve` running there, with --listen on this port?)"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return " (no route to that host from here: check the address; netprof path HOST shows the route)"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return " (no answer: is the address right, and the control port open in the firewalls between? " +
+			"`netprof traffic serve` must be running there)"
+	}
+	return ""
 }
 
 // manifestInfo describes the peer and the negotiated test for the
