@@ -25,8 +25,10 @@ func watchCommand(log *slog.Logger) *cli.Command {
 		Description: "Every --interval prints, per counted interface, decimal Gbit/s received and sent (the\n" +
 			"netlink counter's delta over the measured interval, like a careful `sar -n DEV 1`), the\n" +
 			"busiest CPU's softirq share (/proc/stat, every vector; NET_RX alone with --probes deep),\n" +
-			"the top flows by bytes and the TCP RTT median (BPF, root: by default the socket iterator's payload\n" +
-			"bytes and latest RTT samples, no per-packet hook; --probes deep: L2 bytes, per-ACK RTT). Mirrored interfaces\n" +
+			"the top TCP connections by bytes, each once as sender -> receiver (both ends on this host, e.g. lo:\n" +
+			"merged), and the TCP RTT median of the sending ends (BPF, root: by default the socket iterator's\n" +
+			"payload bytes and latest RTT samples, no per-packet hook; --probes deep: L2 bytes, per-ACK RTT).\n" +
+			"lo and TUN devices count IP packets (no L2 header). Mirrored interfaces\n" +
 			"(VF + synthetic NIC, bond, bridge, macvlan) are counted once (see `netprof ifaces`); an\n" +
 			"interface renamed mid-run is followed by index. --out records the same into a run\n" +
 			"directory; --prometheus serves it at http://ADDR/metrics.\n" +
@@ -38,7 +40,7 @@ func watchCommand(log *slog.Logger) *cli.Command {
 			&cli.BoolFlag{Name: "no-bpf", Usage: "netlink and /proc only; no BPF probes (no flows, no RTT)", EnvVars: []string{"NETPROF_NO_BPF"}},
 			hostProbesFlag(),
 			&cli.StringFlag{Name: "prometheus", Usage: "serve the figures as Prometheus metrics at ADDR (host:port) while watching", EnvVars: []string{"NETPROF_PROMETHEUS"}},
-			&cli.IntFlag{Name: "top", Value: 3, Usage: "flows to show per interval", EnvVars: []string{"NETPROF_TOP"}},
+			&cli.IntFlag{Name: "top", Value: 3, Usage: "connections (top flows) to show per interval", EnvVars: []string{"NETPROF_TOP"}},
 			&cli.BoolFlag{Name: "json-stream", Usage: "instead of the view, print one JSON object per line on stdout: " +
 				`{"event":"interval",...,"data":{TABLE:[ROW...]}} per interval (the trace's table and column names), then ` +
 				`{"event":"end","data":{intervals, dir, status, notes, probes}}`, EnvVars: []string{"NETPROF_JSON_STREAM"}},

@@ -235,7 +235,7 @@ func ApplySpeeds(links []linkstats.Link, overrides map[string]int64) error {
 // link's limit, and no utilisation above 100% is ever printed).
 func Utilisation(bitsPerSecond float64, l linkstats.Link) (pct float64, ok bool, reason string) {
 	if l.SpeedMbps == nil {
-		return 0, false, "rated speed unknown (set --link-speed)"
+		return 0, false, "rated speed unknown"
 	}
 	rated := float64(*l.SpeedMbps) * 1e6
 	if bitsPerSecond > rated {

@@ -13,8 +13,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/netprof/netprof/internal/linkstats"
 	"github.com/netprof/netprof/measure"
 	"github.com/netprof/netprof/measure/host"
 	"github.com/netprof/netprof/measure/ifaces"
@@ -95,9 +97,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	defer cancel()
 	start := time.Now()
 	seenNotes := 0
+	hist := connHistory{}
 	rec.OnInterval = func(end time.Time, iv *trace.Interval) {
 		res.Intervals++
-		s := summarise(end, iv, tr, h.HasProbe("softirq"), cfg.TopFlows)
+		s := summarise(end, iv, tr, h.HasProbe("softirq"), cfg.TopFlows, &hist)
 		if n := tr.Notes(); len(n) > seenNotes {
 			s.Notes, seenNotes = n[seenNotes:], len(n)
 		}
@@ -143,29 +146,83 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 }
 
 func printHeader(w io.Writer, sel ifaces.Selection, probes []trace.Probe) {
+	var lines []string
 	for _, why := range sel.Why {
-		fmt.Fprintf(w, "selected %s\n", why)
+		lines = append(lines, "selected "+why)
 	}
+	var l2, noL2 []string
 	for _, g := range sel.Groups {
-		fmt.Fprintf(w, "counting (%s): %s\n", g.Shape, g.Reason)
+		lines = append(lines, fmt.Sprintf("counting (%s): %s", g.Shape, g.Reason))
 		for _, c := range g.Counted {
 			speed := c.SpeedNote
 			if c.SpeedMbps != nil {
 				speed = fmt.Sprintf("%.1f Gbit/s (%s)", float64(*c.SpeedMbps)/1e3, c.SpeedNote)
 			}
-			fmt.Fprintf(w, "  %s: rated %s\n", c.Name, speed)
+			if c.SpeedMbps == nil {
+				speed += " (set --link-speed)"
+			}
+			lines = append(lines, fmt.Sprintf("  %s: rated %s", c.Name, speed))
+			if why := noL2Header(c.Link); why != "" {
+				noL2 = append(noL2, c.Name+" ("+why+")")
+			} else {
+				l2 = append(l2, c.Name)
+			}
 		}
 	}
-	attached := 0
+	attached, netdev, iter := 0, false, false
 	for _, p := range probes {
 		if p.Attached {
 			attached++
+			netdev, iter = netdev || p.Name == "np_nd_rx", iter || p.Name == "np_tcp_iter"
 		}
 	}
 	if attached == 0 {
-		fmt.Fprintf(w, "bpf probes off (%s): no flows or RTT; softirq from /proc/stat\n", probes[0].Reason)
+		lines = append(lines, fmt.Sprintf("bpf probes off (%s): no flows or RTT; softirq from /proc/stat", probes[0].Reason))
 	}
-	fmt.Fprintln(w, "rates: decimal Gbit/s (10^9 bit/s), netlink counters (L2, headers included) over the measured interval; Ctrl-C stops")
+	lines = append(lines, "rates: decimal Gbit/s (10^9 bit/s) over the measured interval, interfaces by their netlink counters: "+
+		countedBytes(l2, noL2))
+	flows := "flows: connections, sender -> receiver, with the ends on this host (both ends: their rows merged, " +
+		"the sending end's figures); rate: "
+	switch {
+	case netdev || iter:
+		if netdev {
+			flows += "L2 bytes both ways (netdev probe)"
+		} else {
+			flows += "payload bytes both ways (socket iterator: acked + received; no netdev probe)"
+		}
+		lines = append(lines, flows+"; rtt: p50 of tcp_probe samples, else the socket's latest sample")
+	case attached > 0:
+		lines = append(lines, "flows: none (neither the netdev probe nor the socket iterator is attached)")
+	}
+	lines = append(lines, "Ctrl-C stops")
+	for _, l := range lines {
+		writeWrapped(w, "", "    ", []string{l})
+	}
+}
+
+// noL2Header says why an interface's netlink counter has no L2 header
+// (loopback: IP packets, lo counts after eth_type_trans; a TUN device:
+// IP packets), "" when it counts L2 headers. The manifest does not tell
+// TUN from TAP: tuntap is taken for TUN, as in the report.
+func noL2Header(l linkstats.Link) string {
+	switch {
+	case l.Driver == "loopback" || l.Name == "lo":
+		return "loopback: IP packets, no L2 header"
+	case l.Driver == "tuntap" || l.Driver == "tun":
+		return "TUN device: IP packets, no L2 header"
+	}
+	return ""
+}
+
+// countedBytes says what the counted interfaces' netlink bytes include.
+func countedBytes(l2, noL2 []string) string {
+	switch {
+	case len(noL2) == 0:
+		return "L2 headers included"
+	case len(l2) == 0:
+		return strings.Join(noL2, ", ")
+	}
+	return strings.Join(l2, ", ") + " L2 headers included; " + strings.Join(noL2, ", ")
 }
 
 // manifest describes a watch run: the command's settings, the host's

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -304,8 +305,11 @@ func TestWatchNoSuchInterface(t *testing.T) {
 // With the default probes (no per-packet hook) watch's top flows come from
 // the socket iterator: payload rates (labelled) whose bytes over the run
 // add up to what the generator moved (its receiving side in B: exactly the
-// payload it read, plus the hello), and RTTs from the sockets' latest
-// samples; netdev and tcp are "not selected" in the manifest.
+// payload it read, plus the hello); B has the receiving ends only, named
+// A -> B, their RTT n/a with the reason (a receiver's latest RTT sample is
+// of its handshake); netdev and tcp are "not selected" in the manifest;
+// the veth's netlink counters include L2 headers, and no line is wider
+// than ViewWidth.
 func TestWatchDefaultProbes(t *testing.T) {
 	bed := testbedtest.New(t, testbed.Options{})
 	var mu sync.Mutex
@@ -313,9 +317,10 @@ func TestWatchDefaultProbes(t *testing.T) {
 	var softirqSource string
 	first := make(chan struct{})
 	dir := filepath.Join(t.TempDir(), "run")
+	w := &syncWriter{w: &strings.Builder{}}
 	wait := watchB(t, bed, Config{
 		Host:     host.Config{Select: ifaces.Selector{Names: []string{bed.B().Link}}, Probes: probeset.Default},
-		Interval: 250 * time.Millisecond, Duration: 2500 * time.Millisecond, Out: dir,
+		Interval: 250 * time.Millisecond, Duration: 2500 * time.Millisecond, Out: dir, W: w,
 		OnInterval: func(s Summary) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -340,17 +345,25 @@ func TestWatchDefaultProbes(t *testing.T) {
 			t.Errorf("probe %+v: want not selected", p)
 		}
 	}
-	payload, withRTT := 0, 0
+	payload := 0
 	for _, f := range top {
 		if f.Payload && f.Bps > 0 {
 			payload++
 		}
-		if f.RTTP50 > 0 {
-			withRTT++
+		if f.Bps > 0 && (f.Ends != EndsReceiving || !strings.HasPrefix(f.Flow, bed.A().Addr.String()+":") || f.RTTP50 != 0 ||
+			f.rttText() != "rtt n/a (receiving end: TCP samples RTT from ACKs of the data it sends)") {
+			t.Errorf("flow %+v (%s): want B's receiving end, named A -> B, rtt n/a with the reason", f, f.rttText())
 		}
 	}
-	if payload == 0 || withRTT == 0 {
-		t.Errorf("top flows %+v: want payload rates and latest RTTs", top)
+	if payload == 0 {
+		t.Errorf("top flows %+v: want payload rates", top)
+	}
+	out := w.String()
+	if long := longLines(out); len(long) > 0 {
+		t.Errorf("lines over %d columns:\n%s", ViewWidth, strings.Join(long, "\n"))
+	}
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "interfaces by their netlink counters: L2 headers included") {
+		t.Errorf("header does not say the veth's counters include L2 headers:\n%s", out)
 	}
 	run, err := trace.Open(dir)
 	if err != nil {
@@ -444,4 +457,167 @@ func checkProcColumns(t *testing.T, run *trace.Run, link string) {
 		t.Errorf("%d intervals; softnet processed %d packets, %s received %d (netlink)", len(byIv), processed, link, rx)
 	}
 	t.Logf("%d intervals with /proc/stat columns; softnet processed %d packets, %s received %d", len(byIv), processed, link, rx)
+}
+
+// longLines returns the lines of out wider than ViewWidth characters.
+func longLines(out string) []string {
+	var long []string
+	for _, l := range strings.Split(out, "\n") {
+		if utf8.RuneCountInString(l) > ViewWidth {
+			long = append(long, l)
+		}
+	}
+	return long
+}
+
+// Both ends of one connection on this host (lo): one entry, named
+// sender -> receiver, with the sending end's bytes and RTT; a receiving
+// end alone is named the same way, its RTT n/a with the reason; every
+// printed line fits ViewWidth even with IPv6 ends, two interfaces and a
+// long utilisation reason.
+func TestFlowsOneEntryPerConnection(t *testing.T) {
+	u64 := func(v uint64) *uint64 { return &v }
+	u32 := func(v uint32) *uint32 { return &v }
+	end := time.Unix(1e9, 0)
+	iv := &trace.Interval{Flows: []trace.FlowRow{
+		// lo: the sending socket (acked 1.25 GB, latest RTT 40 µs) and the
+		// receiving socket of the same connection (no RTT sample).
+		{Proto: 6, SrcAddr: "127.0.0.1", SrcPort: 48686, DstAddr: "127.0.0.1", DstPort: 5999,
+			TCPBytesAcked: u64(1_250_000_000), TCPBytesReceived: u64(37), TCPLastRttUs: u32(40)},
+		{Proto: 6, SrcAddr: "127.0.0.1", SrcPort: 5999, DstAddr: "127.0.0.1", DstPort: 48686,
+			TCPBytesAcked: u64(37), TCPBytesReceived: u64(1_249_000_000), TCPLastRttUs: u32(0)},
+		// a receiving end whose sender is elsewhere: its latest RTT sample
+		// (of its handshake) is not the data path's
+		{Proto: 6, SrcAddr: "2001:db8::2", SrcPort: 5001, DstAddr: "2001:db8:ffff:ffff:ffff:ffff:ffff:1", DstPort: 40000,
+			TCPBytesAcked: u64(0), TCPBytesReceived: u64(125_000_000), TCPLastRttUs: u32(3)},
+	}}
+	top, p50, ok := flows(iv, 1, 3, nil)
+	if len(top) != 2 {
+		t.Fatalf("top %+v: want 2 connections", top)
+	}
+	lo, rcv := top[0], top[1]
+	if lo.Flow != "127.0.0.1:48686 -> 127.0.0.1:5999" || lo.Ends != EndsBoth || lo.Bps != 8*(1_250_000_000+37) || lo.RTTP50 != 40 || !lo.Payload {
+		t.Errorf("lo connection %+v: want the sender's end, its 10 Gbit/s and 40 µs", lo)
+	}
+	if rcv.Flow != "[2001:db8:ffff:ffff:ffff:ffff:ffff:1]:40000 -> [2001:db8::2]:5001" || rcv.Ends != EndsReceiving || rcv.Bps != 1e9 ||
+		rcv.rttText() != "rtt n/a (receiving end: TCP samples RTT from ACKs of the data it sends)" {
+		t.Errorf("receiving end %+v (%s): want sender -> receiver, 1 Gbit/s, rtt n/a with the reason", rcv, rcv.rttText())
+	}
+	if !ok || p50 != 40*time.Microsecond {
+		t.Errorf("median RTT %v %v: want 40 µs (the sending end's; receiving ends' samples left out)", p50, ok)
+	}
+	s := Summary{End: end, Interval: time.Second, Top: top, SoftirqOK: true, CPU: 1, SoftirqRatio: 0.33, SoftirqSource: "all softirqs, /proc/stat",
+		RTTP50: p50, RTTOK: true, Ifaces: []IfaceRate{{Name: "lo", RxBps: 10e9, TxBps: 10e9, Util: "n/a (rated speed unknown)"},
+			{Name: "enp129s0f1np1", RxBps: 1e9, Util: "n/a (measured 97.12 Gbit/s exceeds the rated 25.00 Gbit/s (ethtool): not a limit here, set --link-speed)"}},
+		Notes: []string{"interface enp129s0f1np1 (ifindex 7) renamed to enp129s0f1np1r: counting continues by ifindex, rows carry the new name"}}
+	var b strings.Builder
+	s.write(&b, 3*time.Second, 10*time.Second)
+	out := b.String()
+	t.Logf("\n%s", out)
+	if long := longLines(out); len(long) > 0 {
+		t.Errorf("lines over %d columns:\n%s", ViewWidth, strings.Join(long, "\n"))
+	}
+	for _, want := range []string{"flow 127.0.0.1:48686 -> 127.0.0.1:5999 (both ends)  10.00 Gbit/s payload  rtt 40 µs",
+		"(receiving end)", "rtt n/a (receiving end: TCP samples RTT from ACKs of the data it sends)", "not a limit here, set --link-speed", "counting continues by ifindex"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("view lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "5999 -> 127.0.0.1:48686") {
+		t.Errorf("the receiving end of the lo connection is listed too:\n%s", out)
+	}
+}
+
+// watch --iface lo while the generator sends over B's own loopback (both
+// ends in B): each connection is listed once, from its sending end, and
+// its rates over the run add up to the payload the generator sent (both
+// ends' rows merged, not added: one end's bytes); the header says lo
+// counts IP packets without an L2 header; no line is wider than
+// ViewWidth.
+func TestWatchLoopbackConnections(t *testing.T) {
+	bed := testbedtest.New(t, testbed.Options{})
+	var mu sync.Mutex
+	var sums []Summary
+	first := make(chan struct{})
+	w := &syncWriter{w: &strings.Builder{}}
+	wait := watchB(t, bed, Config{
+		Host:     host.Config{Select: ifaces.Selector{Names: []string{"lo"}}, Probes: probeset.Default},
+		Interval: 250 * time.Millisecond, Duration: 2500 * time.Millisecond, W: w,
+		OnInterval: func(s Summary) {
+			mu.Lock()
+			defer mu.Unlock()
+			if sums == nil {
+				close(first)
+			}
+			sums = append(sums, s)
+		},
+	})
+	<-first
+	sent, err := send(context.Background(), bed.B(), bed.B(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	out := w.String()
+	if long := longLines(out); len(long) > 0 {
+		t.Errorf("lines over %d columns:\n%s", ViewWidth, strings.Join(long, "\n"))
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	if !strings.Contains(flat, "netlink counters: lo (loopback: IP packets, no L2 header)") || strings.Contains(flat, "L2 headers included") {
+		t.Errorf("header does not say lo counts IP packets without an L2 header:\n%s", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var bytes float64
+	conns := map[string]bool{}
+	for _, s := range sums {
+		seen := map[string]bool{}
+		for _, f := range s.Top {
+			a, b, _ := strings.Cut(f.Flow, " -> ")
+			if seen[b+" -> "+a] {
+				t.Errorf("interval ending %v lists both directions of %s", s.End, f.Flow)
+			}
+			seen[f.Flow] = true
+			if f.Ends != EndsBoth || !f.Payload {
+				t.Errorf("flow %s: ends %q payload %v, want both ends (merged), payload", f.Flow, f.Ends, f.Payload)
+			}
+			if f.Bps > 1e9 && f.RTTP50 == 0 {
+				t.Errorf("flow %s at %.2f Gbit/s: no RTT (the sending end's sample)", f.Flow, f.Bps/1e9)
+			}
+			conns[f.Flow] = true
+			bytes += f.Bps * s.Interval.Seconds() / 8
+		}
+	}
+	t.Logf("%d connections %v; their bytes over the run %.0f, the generator sent %d payload bytes", len(conns), conns, bytes, sent)
+	// Each stream's sender also writes the generator's hello (< 64 B).
+	if len(conns) != 2 || bytes < float64(sent) || bytes > float64(sent)+2*64 {
+		t.Errorf("%d connections, %.0f bytes: want the 2 streams once each and the %d payload bytes sent (+ hellos)", len(conns), bytes, sent)
+	}
+}
+
+// A bulk connection keeps its name when, in a later interval, only its
+// receiver sends (a reply at the end): the end that sent more since watch
+// saw it is the sender; an end gone from an interval is forgotten.
+func TestConnectionDirectionKept(t *testing.T) {
+	u64 := func(v uint64) *uint64 { return &v }
+	ivOf := func(sentA, sentB uint64) *trace.Interval {
+		return &trace.Interval{Flows: []trace.FlowRow{
+			{Proto: 6, SrcAddr: "127.0.0.1", SrcPort: 40000, DstAddr: "127.0.0.1", DstPort: 5001, TCPBytesAcked: u64(sentA), TCPBytesReceived: u64(sentB)},
+			{Proto: 6, SrcAddr: "127.0.0.1", SrcPort: 5001, DstAddr: "127.0.0.1", DstPort: 40000, TCPBytesAcked: u64(sentB), TCPBytesReceived: u64(sentA)},
+		}}
+	}
+	hist := connHistory{}
+	for i, iv := range []*trace.Interval{ivOf(1e9, 0), ivOf(0, 37)} {
+		top, _, _ := flows(iv, 1, 3, &hist)
+		if len(top) != 1 || top[0].Flow != "127.0.0.1:40000 -> 127.0.0.1:5001" || top[0].Ends != EndsBoth {
+			t.Errorf("interval %d: %+v, want the sender 40000 -> 5001", i, top)
+		}
+	}
+	if h := hist["6 127.0.0.1:40000>127.0.0.1:5001"]; h != [2]uint64{1e9, 37} || len(hist) != 2 {
+		t.Errorf("history %v", hist)
+	}
+	flows(&trace.Interval{}, 1, 3, &hist)
+	if len(hist) != 0 {
+		t.Errorf("history %v after an interval without the connection, want empty", hist)
+	}
 }
