@@ -174,12 +174,14 @@ type JSONHostCPU struct {
 
 // JSONRTT is RTTSummary with units in keys.
 type JSONRTT struct {
-	P50Us       uint32 `json:"p50_us"`
-	P99Us       uint32 `json:"p99_us"`
-	MinUs       uint32 `json:"min_us"`
-	MaxUs       uint32 `json:"max_us"`
-	KernelMinUs uint32 `json:"kernel_min_rtt_us"`
-	Samples     uint64 `json:"samples"`
+	P50Us uint32 `json:"p50_us"`
+	P99Us uint32 `json:"p99_us"`
+	MinUs uint32 `json:"min_us"`
+	MaxUs uint32 `json:"max_us"`
+	// KernelMinUs is the kernel's windowed min RTT (flows.min_rtt_us);
+	// null when never recorded (no tcp_probe or iterator row had it).
+	KernelMinUs *uint32 `json:"kernel_min_rtt_us"`
+	Samples     uint64  `json:"samples"`
 }
 
 // JSONPeer is one remote address.
@@ -271,10 +273,13 @@ type JSONRetransmits struct {
 	PerGB        *float64 `json:"per_gb_sent"`
 	SegmentsSent *uint64  `json:"segments_sent"`
 	SharePct     *float64 `json:"share_of_segments_sent_pct"`
-	FirstHalf    uint64   `json:"first_half_segments"`
-	SecondHalf   uint64   `json:"second_half_segments"`
-	FirstPerGB   *float64 `json:"first_half_per_gb_sent"`
-	SecondPerGB  *float64 `json:"second_half_per_gb_sent"`
+	// FirstHalf and SecondHalf split the retransmits at the run's
+	// midpoint; null when no retransmit counter was recorded (source "")
+	// or the run has no start or end.
+	FirstHalf   *uint64  `json:"first_half_segments"`
+	SecondHalf  *uint64  `json:"second_half_segments"`
+	FirstPerGB  *float64 `json:"first_half_per_gb_sent"`
+	SecondPerGB *float64 `json:"second_half_per_gb_sent"`
 }
 
 // JSONVerdict is one rule's outcome.

@@ -177,7 +177,7 @@ func jsonRTT(t *RTTSummary) *JSONRTT {
 	if t == nil {
 		return nil
 	}
-	return &JSONRTT{P50Us: t.P50Us, P99Us: t.P99Us, MinUs: t.MinUs, MaxUs: t.MaxUs, KernelMinUs: t.KernelMinUs, Samples: t.Samples}
+	return &JSONRTT{P50Us: t.P50Us, P99Us: t.P99Us, MinUs: t.MinUs, MaxUs: t.MaxUs, KernelMinUs: optU32(t.KernelMinUs), Samples: t.Samples}
 }
 
 // jsonFlow converts f; bytesOff and retxOff null the byte and
@@ -221,8 +221,9 @@ func jsonBDP(d BDP) JSONBDP {
 
 func jsonRetx(r *Report) JSONRetransmits {
 	x := r.Retx
+	noHalves := x.Source == "" || x.Split.IsZero() // no counter, or no run start/end to split at
 	out := JSONRetransmits{SenderTCPInfo: r.SenderRetransmits, Flows: r.FlowRetransmits, Source: x.Source,
-		FirstHalf: x.FirstHalf, SecondHalf: x.SecondHalf,
+		FirstHalf: optU64(x.FirstHalf, noHalves), SecondHalf: optU64(x.SecondHalf, noHalves),
 		FirstPerGB: optF(x.FirstPerGB, false), SecondPerGB: optF(x.SecondPerGB, false)}
 	if r.FlowRetransmits != nil {
 		out.FlowsSource = "flows.retransmits (" + r.flowRetxCounter() + ")"

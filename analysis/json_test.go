@@ -42,3 +42,23 @@ func TestJSONReport(t *testing.T) {
 		}
 	}
 }
+
+// Figures a run did not record are null in JSON, not 0: the kernel's min
+// RTT when no row had min_rtt_us, the retransmit halves when no
+// retransmit counter was recorded; recorded ones keep their values.
+func TestJSONUnrecordedNull(t *testing.T) {
+	if j := jsonRTT(&RTTSummary{P50Us: 60, MinUs: 30, MaxUs: 90, Samples: 4}); j.KernelMinUs != nil {
+		t.Errorf("kernel_min_rtt_us %v without min_rtt_us rows, want null", *j.KernelMinUs)
+	}
+	if j := jsonRTT(&RTTSummary{P50Us: 60, MinUs: 30, KernelMinUs: 25}); j.KernelMinUs == nil || *j.KernelMinUs != 25 {
+		t.Errorf("kernel_min_rtt_us %v, want 25", j.KernelMinUs)
+	}
+	r := &Report{}
+	if j := jsonRetx(r); j.FirstHalf != nil || j.SecondHalf != nil {
+		t.Errorf("no retransmit counter: halves %v %v, want null", j.FirstHalf, j.SecondHalf)
+	}
+	f := newFixture(true).build(t)
+	if j := jsonRetx(f); j.FirstHalf == nil || j.SecondHalf == nil || *j.FirstHalf+*j.SecondHalf != 12 {
+		t.Errorf("halves %v %v, want the sender's 12 split", j.FirstHalf, j.SecondHalf)
+	}
+}
