@@ -520,9 +520,10 @@ func compareReports(t *testing.T, rs ...*analysis.Report) *analysis.Comparison {
 }
 
 // TestVerdictRateLimited: a 1 Gbit/s HTB with a 128 KiB byte queue on a
-// router, no rated speed known: rate-limited fires on a single run (4
-// streams, then 8), and compare of the two flags the limiter signature;
-// compare of the same over a direct veth pair (nothing limits) must not.
+// router, no rated speed known: rate-limited fires on a single run (8
+// streams, then 16), and compare of the two flags the limiter signature;
+// compare of 4 and 8 streams over a direct veth pair (nothing limits) must
+// not.
 // Ground truth: the HTB's own drops and the kernel's TcpRetransSegs in the
 // sender's namespace.
 //
@@ -544,13 +545,15 @@ func testRateLimited(t *testing.T) {
 	// machine's hiccups; 9 of them, so one interval whose counters were
 	// read tens of ms off its end (the recorder's goroutine preempted by
 	// the 8 streams on 2 CPUs) cannot alone make it "not flat" (6 s runs:
-	// CV 6.0% over 4 steady intervals once in about 8 CI runs). 4 streams
-	// and 8, not 2: two streams' losses at a 128 KiB queue come in step
-	// often enough to dent the total (2 streams under the CI's CPU hog:
-	// CV 7.4% over 7 intervals at 0.95 Gbit/s; 8 streams: 1.4%).
+	// CV 6.0% over 4 steady intervals once in about 8 CI runs). 8 streams
+	// and 16, not fewer: few streams' losses at a 128 KiB queue come in
+	// step often enough to dent the total (2 streams under the CI's CPU
+	// hog: CV 7.4% over 7 intervals at 0.95 Gbit/s; 8 streams: 1.4%), and
+	// 4 streams fill less of the rate than 8 (a clean-clone CI: 0.89 vs
+	// 0.94 Gbit/s, 5.6% apart, so compare rightly saw throughput move).
 	cfg := verdictConfig(0, 9*time.Second)
 	cfg.Warmup, cfg.Interval = 0, time.Second
-	limited := streamRuns(t, bed, cfg, 1e9, 4, 8)
+	limited := streamRuns(t, bed, cfg, 1e9, 8, 16)
 	lag.Check(t, cfg.Interval/4)
 	for _, r := range limited {
 		wantVerdict(t, r, analysis.RuleRateLimited, analysis.Fired)
@@ -560,7 +563,7 @@ func testRateLimited(t *testing.T) {
 		t.Errorf("HTB drops %d (%v): the limiter never dropped", drops, err)
 	}
 	c := compareReports(t, limited...)
-	if len(c.Flags) != 1 || !strings.Contains(c.Flags[0].Summary, "streams 4 -> 8 did not move throughput: rate-limited path confirmed") {
+	if len(c.Flags) != 1 || !strings.Contains(c.Flags[0].Summary, "streams 8 -> 16 did not move throughput: rate-limited path confirmed") {
 		t.Errorf("compare of the rate-limited runs: flags %+v, want the limiter confirmed", c.Flags)
 	}
 	direct := streamRuns(t, verdictBed(t, nil), cfg, 0, 4, 8)
